@@ -1,0 +1,201 @@
+//! The typed record bodies: a closed set per format version.
+//!
+//! The receipts crate knows nothing of MCP, sandboxes or contracts: these are
+//! plain data the harness fills. Free-form evidence goes in `serde_json::Value`
+//! fields; bytes go in a [`Payload`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::digest::Digest;
+use crate::payload::Payload;
+
+/// First record of every log: what ran, where, with which configuration and seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignStart {
+    pub vac_version: String,
+    pub host: Host,
+    /// blake3 of the campaign configuration's bytes.
+    pub config_hash: Digest,
+    pub seed: u64,
+}
+
+/// Facts about the host a campaign ran on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub hostname: String,
+    /// Kernel release, as `uname -r` prints it.
+    pub kernel: String,
+    /// Machine architecture, as `uname -m` prints it.
+    pub arch: String,
+}
+
+/// A contract pre-registered before any probe: its full text and its blake3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    pub name: String,
+    /// The contract source, byte for byte.
+    pub text: String,
+    /// blake3 of `text`; verification recomputes it.
+    pub blake3: Digest,
+}
+
+impl Contract {
+    /// A contract record whose hash is computed from `text`.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Contract {
+        let text = text.into();
+        Contract {
+            name: name.into(),
+            blake3: Digest::of(text.as_bytes()),
+            text,
+        }
+    }
+}
+
+/// Opens a run; every run is closed by a [`RunEnd`] with the same `run_id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStart {
+    pub run_id: String,
+    /// Human-readable description of the target (command line or URL).
+    pub target: String,
+    pub role: Role,
+    pub repetition: u32,
+}
+
+/// Whether a run is the control (no tool calls) or the subject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Control,
+    Subject,
+}
+
+/// The sandbox configuration a run used, as the sandbox reported it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub run_id: String,
+    pub config: Value,
+}
+
+/// One protocol frame or chunk of server output, byte-exact.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frame {
+    pub run_id: String,
+    pub direction: Direction,
+    /// Nanoseconds since the run started.
+    pub t_ns: u64,
+    pub bytes: Payload,
+}
+
+/// Which way a frame travelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Harness to server.
+    ToServer,
+    /// Server to harness (its protocol output).
+    FromServer,
+    /// The server's standard error.
+    Stderr,
+}
+
+/// The outcome of a sensor's self-test.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelfTest {
+    pub run_id: String,
+    pub sensor: String,
+    pub status: SensorStatus,
+    pub detail: String,
+}
+
+/// Whether a sensor proved itself live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SensorStatus {
+    /// The marker was seen: a clean result from this sensor means something.
+    Live,
+    /// The sensor ran but did not see its marker.
+    Blind,
+    /// The sensor cannot run on this host.
+    CapabilityAbsent,
+    /// The sensor failed to run.
+    Failed,
+}
+
+/// One observed effect, optionally attributed to a call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Effect {
+    pub run_id: String,
+    /// Index of the call whose window holds the effect; `None` when unattributed.
+    pub call: Option<u64>,
+    pub sensor: String,
+    pub class: String,
+    pub target: String,
+    pub detail: Value,
+    /// Bytes backing the effect (content written, bytes sent).
+    pub payloads: Vec<Payload>,
+}
+
+/// One tool × clause verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    pub run_id: String,
+    pub tool: String,
+    pub clause: String,
+    pub verdict: VerdictKind,
+    pub reason: String,
+    pub evidence: Value,
+}
+
+/// The four verdicts of SPEC §3.7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    Confirmed,
+    Refuted,
+    Skipped,
+    Errored,
+}
+
+/// Closes a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunEnd {
+    pub run_id: String,
+    pub status: RunStatus,
+    pub detail: String,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    Errored,
+    TimedOut,
+}
+
+/// The last record: the head it seals, the record count, and optionally a signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seal {
+    /// blake3 of the last record before the seal.
+    pub head: Digest,
+    /// Number of records before the seal (so also the seal's own `seq`).
+    pub count: u64,
+    /// blake3 of the seal message (see [`crate::seal_message`]).
+    pub digest: Digest,
+    /// ed25519 public key, 64 hex digits, when signed.
+    pub public_key: Option<String>,
+    /// ed25519 signature over the seal message, 128 hex digits, when signed.
+    pub signature: Option<String>,
+}

@@ -1,0 +1,363 @@
+//! The record envelope and its canonical form: one JSON object per line,
+//! `{"v":…,"seq":…,"prev":…,"ts":…,"kind":…,"body":{…}}`, fields in that order.
+
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::body::{
+    CampaignStart, Contract, Effect, Frame, RunEnd, RunStart, SandboxConfig, Seal, SelfTest,
+    Verdict,
+};
+use crate::digest::Digest;
+use crate::payload::Payload;
+
+/// The format version this crate writes and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why one line is not a record of this format.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("not a receipt record")]
+    NotARecord(#[source] serde_json::Error),
+    #[error("not a receipt record: no format version field `v`")]
+    NoVersion,
+    #[error("unknown format version {found} (this reader knows version {FORMAT_VERSION})")]
+    UnknownVersion { found: u64 },
+    #[error("malformed record envelope")]
+    Envelope(#[source] serde_json::Error),
+    #[error("unknown record kind {kind:?}")]
+    UnknownKind { kind: String },
+    #[error("malformed {kind} body")]
+    Body {
+        kind: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("record is not in canonical form (re-serialising it gives different bytes)")]
+    NotCanonical,
+}
+
+/// The closed set of record kinds of format version 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    CampaignStart,
+    Contract,
+    RunStart,
+    SandboxConfig,
+    Frame,
+    SelfTest,
+    Effect,
+    Verdict,
+    RunEnd,
+    Seal,
+}
+
+const KINDS: [(Kind, &str); 10] = [
+    (Kind::CampaignStart, "campaign_start"),
+    (Kind::Contract, "contract"),
+    (Kind::RunStart, "run_start"),
+    (Kind::SandboxConfig, "sandbox_config"),
+    (Kind::Frame, "frame"),
+    (Kind::SelfTest, "self_test"),
+    (Kind::Effect, "effect"),
+    (Kind::Verdict, "verdict"),
+    (Kind::RunEnd, "run_end"),
+    (Kind::Seal, "seal"),
+];
+
+impl Kind {
+    /// The name written in the `kind` field.
+    pub fn as_str(self) -> &'static str {
+        KINDS
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map_or("", |(_, name)| name)
+    }
+
+    /// The kind written as `name`, if this version has one.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        KINDS
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(kind, _)| *kind)
+    }
+}
+
+/// A typed record body; its variant is the record's kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    CampaignStart(CampaignStart),
+    Contract(Contract),
+    RunStart(RunStart),
+    SandboxConfig(SandboxConfig),
+    Frame(Frame),
+    SelfTest(SelfTest),
+    Effect(Effect),
+    Verdict(Verdict),
+    RunEnd(RunEnd),
+    Seal(Seal),
+}
+
+impl Body {
+    /// This body's kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Body::CampaignStart(_) => Kind::CampaignStart,
+            Body::Contract(_) => Kind::Contract,
+            Body::RunStart(_) => Kind::RunStart,
+            Body::SandboxConfig(_) => Kind::SandboxConfig,
+            Body::Frame(_) => Kind::Frame,
+            Body::SelfTest(_) => Kind::SelfTest,
+            Body::Effect(_) => Kind::Effect,
+            Body::Verdict(_) => Kind::Verdict,
+            Body::RunEnd(_) => Kind::RunEnd,
+            Body::Seal(_) => Kind::Seal,
+        }
+    }
+
+    /// The payloads this body carries (the ones whose blobs verification reads).
+    pub fn payloads(&self) -> Vec<&Payload> {
+        match self {
+            Body::Frame(frame) => vec![&frame.bytes],
+            Body::Effect(effect) => effect.payloads.iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What is wrong with this body on its own, if anything.
+    pub(crate) fn defect(&self) -> Option<String> {
+        if let Body::Contract(contract) = self {
+            let actual = Digest::of(contract.text.as_bytes());
+            if actual != contract.blake3 {
+                return Some(format!(
+                    "contract {:?} text hashes to {actual}, record says {}",
+                    contract.name, contract.blake3
+                ));
+            }
+        }
+        self.payloads().into_iter().find_map(Payload::defect)
+    }
+
+    fn serialize_into<S: SerializeStruct>(&self, s: &mut S) -> Result<(), S::Error> {
+        match self {
+            Body::CampaignStart(b) => s.serialize_field("body", b),
+            Body::Contract(b) => s.serialize_field("body", b),
+            Body::RunStart(b) => s.serialize_field("body", b),
+            Body::SandboxConfig(b) => s.serialize_field("body", b),
+            Body::Frame(b) => s.serialize_field("body", b),
+            Body::SelfTest(b) => s.serialize_field("body", b),
+            Body::Effect(b) => s.serialize_field("body", b),
+            Body::Verdict(b) => s.serialize_field("body", b),
+            Body::RunEnd(b) => s.serialize_field("body", b),
+            Body::Seal(b) => s.serialize_field("body", b),
+        }
+    }
+
+    fn parse(kind: Kind, raw: &RawValue) -> Result<Body, serde_json::Error> {
+        let text = raw.get();
+        Ok(match kind {
+            Kind::CampaignStart => Body::CampaignStart(serde_json::from_str(text)?),
+            Kind::Contract => Body::Contract(serde_json::from_str(text)?),
+            Kind::RunStart => Body::RunStart(serde_json::from_str(text)?),
+            Kind::SandboxConfig => Body::SandboxConfig(serde_json::from_str(text)?),
+            Kind::Frame => Body::Frame(serde_json::from_str(text)?),
+            Kind::SelfTest => Body::SelfTest(serde_json::from_str(text)?),
+            Kind::Effect => Body::Effect(serde_json::from_str(text)?),
+            Kind::Verdict => Body::Verdict(serde_json::from_str(text)?),
+            Kind::RunEnd => Body::RunEnd(serde_json::from_str(text)?),
+            Kind::Seal => Body::Seal(serde_json::from_str(text)?),
+        })
+    }
+}
+
+/// One record: the envelope and its typed body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Format version; always [`FORMAT_VERSION`] for records this crate reads.
+    pub v: u32,
+    /// Position in the log, from 0, without gaps.
+    pub seq: u64,
+    /// blake3 of the previous line's exact bytes; zeros for the first record.
+    pub prev: Digest,
+    /// Wall-clock time of writing, nanoseconds since the Unix epoch (UTC).
+    pub ts: u64,
+    pub body: Body,
+}
+
+impl Serialize for Record {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Record", 6)?;
+        s.serialize_field("v", &self.v)?;
+        s.serialize_field("seq", &self.seq)?;
+        s.serialize_field("prev", &self.prev)?;
+        s.serialize_field("ts", &self.ts)?;
+        s.serialize_field("kind", self.body.kind().as_str())?;
+        self.body.serialize_into(&mut s)?;
+        s.end()
+    }
+}
+
+#[derive(Deserialize)]
+struct VersionProbe {
+    v: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    #[serde(rename = "v")]
+    _v: u32,
+    seq: u64,
+    prev: Digest,
+    ts: u64,
+    kind: &'a str,
+    #[serde(borrow)]
+    body: &'a RawValue,
+}
+
+impl Record {
+    /// The canonical bytes of this record: its line without the newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = Vec::with_capacity(256);
+        self.write_line(&mut line);
+        line
+    }
+
+    /// Replaces the contents of `out` with the canonical bytes of this record.
+    pub(crate) fn write_line(&self, out: &mut Vec<u8>) {
+        out.clear();
+        // Serialising plain structs, strings, integers and `Value`s into a Vec cannot
+        // fail; should it ever, the empty line fails every later check.
+        if serde_json::to_writer(&mut *out, self).is_err() {
+            out.clear();
+        }
+    }
+
+    /// Parses one line (without its newline), refusing anything but the canonical form.
+    pub fn from_line(line: &[u8]) -> Result<Record, RecordError> {
+        // Canonical lines start with the version; anything else is probed for a clear error.
+        if !line.starts_with(br#"{"v":1,"#) {
+            let probe: VersionProbe =
+                serde_json::from_slice(line).map_err(RecordError::NotARecord)?;
+            match probe.v {
+                None => return Err(RecordError::NoVersion),
+                Some(found) if found != u64::from(FORMAT_VERSION) => {
+                    return Err(RecordError::UnknownVersion { found });
+                }
+                Some(_) => {}
+            }
+        }
+        let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(RecordError::Envelope)?;
+        let kind = Kind::from_name(envelope.kind).ok_or_else(|| RecordError::UnknownKind {
+            kind: envelope.kind.to_owned(),
+        })?;
+        let body = Body::parse(kind, envelope.body).map_err(|source| RecordError::Body {
+            kind: kind.as_str(),
+            source,
+        })?;
+        let record = Record {
+            v: FORMAT_VERSION,
+            seq: envelope.seq,
+            prev: envelope.prev,
+            ts: envelope.ts,
+            body,
+        };
+        if record.to_line() != line {
+            return Err(RecordError::NotCanonical);
+        }
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::{Host, RunStatus};
+
+    fn run_end() -> Record {
+        let body = RunEnd {
+            run_id: "r1".into(),
+            status: RunStatus::Completed,
+            detail: String::new(),
+        };
+        Record {
+            v: FORMAT_VERSION,
+            seq: 3,
+            prev: Digest::ZERO,
+            ts: 7,
+            body: Body::RunEnd(body),
+        }
+    }
+
+    #[test]
+    fn canonical_line_has_fixed_field_order() {
+        let line = String::from_utf8(run_end().to_line()).expect("utf-8");
+        let zeros = "0".repeat(64);
+        assert_eq!(
+            line,
+            format!(
+                r#"{{"v":1,"seq":3,"prev":"{zeros}","ts":7,"kind":"run_end","body":{{"run_id":"r1","status":"completed","detail":""}}}}"#
+            )
+        );
+        assert_eq!(
+            Record::from_line(line.as_bytes()).expect("parses"),
+            run_end()
+        );
+    }
+
+    #[test]
+    fn every_kind_name_round_trips() {
+        for (kind, name) in KINDS {
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(Kind::from_name(name), Some(kind));
+        }
+    }
+
+    #[test]
+    fn whitespace_or_reordering_is_not_canonical() {
+        let line = String::from_utf8(run_end().to_line()).expect("utf-8");
+        let spaced = line.replacen("\"seq\":3", "\"seq\": 3", 1);
+        assert!(matches!(
+            Record::from_line(spaced.as_bytes()),
+            Err(RecordError::NotCanonical)
+        ));
+    }
+
+    #[test]
+    fn versions_and_garbage_are_told_apart() {
+        let future = r#"{"v":2,"seq":0,"anything":"else"}"#;
+        assert!(matches!(
+            Record::from_line(future.as_bytes()),
+            Err(RecordError::UnknownVersion { found: 2 })
+        ));
+        assert!(matches!(
+            Record::from_line(b"\x89PNG"),
+            Err(RecordError::NotARecord(_))
+        ));
+        assert!(matches!(
+            Record::from_line(br#"{"seq":0}"#),
+            Err(RecordError::NoVersion)
+        ));
+    }
+
+    #[test]
+    fn contract_hash_is_checked() {
+        let mut contract = Contract::new("honest", "[tools]\n");
+        assert_eq!(Body::Contract(contract.clone()).defect(), None);
+        contract.text.push(' ');
+        assert!(Body::Contract(contract).defect().is_some());
+        let host = Host {
+            hostname: "h".into(),
+            kernel: "k".into(),
+            arch: "a".into(),
+        };
+        let start = CampaignStart {
+            vac_version: "0".into(),
+            host,
+            config_hash: Digest::ZERO,
+            seed: 1,
+        };
+        assert_eq!(Body::CampaignStart(start).defect(), None);
+    }
+}
