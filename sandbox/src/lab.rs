@@ -1,0 +1,235 @@
+//! The lab: the per-run home, temporary and working directories a program sees, with the
+//! files the caller plants in them.
+//!
+//! The lab is not a bind mount: it is the top lower layer of the run's overlay root, so every
+//! write into it lands in the upper layer like any other write and the witness sees it.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+/// What the lab holds and where the sandbox sees it.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    mount: PathBuf,
+    template: Option<PathBuf>,
+    planted: Vec<Planted>,
+}
+
+#[derive(Debug, Clone)]
+struct Planted {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    mode: u32,
+}
+
+/// A lab specification that cannot be built, naming the offending path.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("lab mount point {path} must be an absolute, normalised path other than /")]
+    MountPoint { path: PathBuf },
+    #[error("lab template {path} is not a directory")]
+    TemplateNotDirectory { path: PathBuf },
+    #[error("planted path {path} must be relative to the lab and stay inside it")]
+    PlantedPath { path: PathBuf },
+    #[error("cannot prepare lab file {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Lab::new()
+    }
+}
+
+impl Lab {
+    /// An empty lab (home/, tmp/, work/) seen at `/lab`.
+    pub fn new() -> Self {
+        Lab { mount: PathBuf::from("/lab"), template: None, planted: Vec::new() }
+    }
+
+    /// Where the sandbox sees the lab.
+    pub fn mount_at(mut self, path: impl Into<PathBuf>) -> Self {
+        self.mount = path.into();
+        self
+    }
+
+    /// Copies the tree under `dir` into the lab before the run.
+    pub fn template(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.template = Some(dir.into());
+        self
+    }
+
+    /// Plants a file at `path` (relative to the lab, e.g. `home/.ssh/id_rsa`).
+    pub fn plant(self, path: impl Into<PathBuf>, bytes: impl Into<Vec<u8>>) -> Self {
+        self.plant_with_mode(path, bytes, 0o644)
+    }
+
+    /// Plants a file with the given permission bits.
+    pub fn plant_with_mode(mut self, path: impl Into<PathBuf>, bytes: impl Into<Vec<u8>>, mode: u32) -> Self {
+        self.planted.push(Planted { path: path.into(), bytes: bytes.into(), mode });
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), LabError> {
+        let normal = self.mount.is_absolute()
+            && self.mount.components().count() > 1
+            && self.mount.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !normal {
+            return Err(LabError::MountPoint { path: self.mount.clone() });
+        }
+        if let Some(template) = &self.template {
+            if !template.is_dir() {
+                return Err(LabError::TemplateNotDirectory { path: template.clone() });
+            }
+        }
+        for path in self.planted.iter().map(|p| &p.path) {
+            if !is_inside(path) {
+                return Err(LabError::PlantedPath { path: path.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    /// The lab as seen from inside the sandbox.
+    pub fn view(&self) -> LabView {
+        LabView { root: self.mount.clone() }
+    }
+
+    /// Writes the lab into `layer` (the top lower layer), owned by `uid:gid`.
+    pub(crate) fn build(&self, layer: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
+        let root = layer.join(self.mount.strip_prefix("/").unwrap_or(&self.mount));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LabError::Io { path, source }
+        };
+        fs::create_dir_all(&root).map_err(io(&root))?;
+        if let Some(template) = &self.template {
+            copy_tree(template, &root)?;
+        }
+        for dir in ["home", "tmp", "work"] {
+            fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
+        }
+        for planted in &self.planted {
+            let path = root.join(&planted.path);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            fs::write(&path, &planted.bytes).map_err(io(&path))?;
+            fs::set_permissions(&path, fs::Permissions::from_mode(planted.mode)).map_err(io(&path))?;
+        }
+        fs::set_permissions(root.join("tmp"), fs::Permissions::from_mode(0o1777)).map_err(io(&root))?;
+        chown_tree(&root, uid, gid)
+    }
+}
+
+/// Paths of the lab in the sandbox's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabView {
+    root: PathBuf,
+}
+
+impl LabView {
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+    pub fn tmp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+    pub fn work(&self) -> PathBuf {
+        self.root.join("work")
+    }
+}
+
+fn is_inside(path: &Path) -> bool {
+    path.components().next().is_some() && path.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), LabError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LabError::Io { path, source }
+    };
+    for entry in fs::read_dir(from).map_err(io(from))? {
+        let entry = entry.map_err(io(from))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(io(&source))?;
+        if kind.is_dir() {
+            fs::create_dir_all(&target).map_err(io(&target))?;
+            copy_tree(&source, &target)?;
+        } else if kind.is_symlink() {
+            let link = fs::read_link(&source).map_err(io(&source))?;
+            std::os::unix::fs::symlink(link, &target).map_err(io(&target))?;
+        } else {
+            fs::copy(&source, &target).map_err(io(&source))?;
+        }
+    }
+    Ok(())
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).map_err(|source| LabError::Io { path: path.into(), source })?;
+    if fs::symlink_metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
+        for entry in fs::read_dir(path).map_err(|source| LabError::Io { path: path.into(), source })? {
+            let entry = entry.map_err(|source| LabError::Io { path: path.into(), source })?;
+            chown_tree(&entry.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_point_must_be_absolute_and_normal() {
+        for bad in ["lab", "/", "/lab/../etc", "/lab/./x"] {
+            let error = Lab::new().mount_at(bad).validate().unwrap_err();
+            assert!(error.to_string().contains(bad), "{error}");
+        }
+        Lab::new().mount_at("/srv/lab").validate().unwrap();
+    }
+
+    #[test]
+    fn planted_paths_stay_inside() {
+        for bad in ["/etc/passwd", "../escape", "home/../../x", ""] {
+            let error = Lab::new().plant(bad, "x").validate().unwrap_err();
+            assert!(matches!(error, LabError::PlantedPath { .. }), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn template_must_be_a_directory() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let error = Lab::new().template(file.path()).validate().unwrap_err();
+        assert!(error.to_string().contains(&file.path().display().to_string()));
+    }
+
+    #[test]
+    fn build_lays_out_dirs_template_and_planted_files() {
+        let template = tempfile::tempdir().unwrap();
+        fs::create_dir_all(template.path().join("work/notes")).unwrap();
+        fs::write(template.path().join("work/notes/a.md"), "note").unwrap();
+        let layer = tempfile::tempdir().unwrap();
+        let lab = Lab::new()
+            .mount_at("/srv/lab")
+            .template(template.path())
+            .plant_with_mode("home/.ssh/id_rsa", "secret", 0o600);
+        let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        lab.build(layer.path(), uid, gid).unwrap();
+        let root = layer.path().join("srv/lab");
+        assert_eq!(fs::read_to_string(root.join("work/notes/a.md")).unwrap(), "note");
+        let key = fs::metadata(root.join("home/.ssh/id_rsa")).unwrap();
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
+        assert!(root.join("tmp").is_dir());
+    }
+}

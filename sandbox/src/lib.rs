@@ -1,0 +1,37 @@
+//! `vac-sandbox` runs one untrusted program so that nothing it does reaches the host, and so
+//! that every filesystem write it makes anywhere is observed.
+//!
+//! A [`Sandbox`] is configured with its [`SandboxBuilder`] (command, [`Lab`], [`Limits`],
+//! user) and each [`Sandbox::spawn`] starts a fresh run: a [`Running`] program inside new
+//! mount, pid, network, uts and ipc namespaces, on an overlay root whose lower layers are the
+//! lab and the host root and whose upper layer is a size-limited tmpfs of its own. The
+//! program's stdio comes back as tokio pipes and the lab's inotify events as [`LabEvents`].
+//! [`Running::stop`] kills the whole process tree and yields a [`Stopped`] run, whose
+//! [`OverlayWitness`] walks the upper layer and types every change ([`FsChange`]), after
+//! checking that it sees the marker the sandbox wrote from inside ([`SelfTest`]). Dropping a
+//! run at any point tears it down: no process, mount or cgroup of it survives.
+//!
+//! The crate knows nothing of MCP, contracts or receipts. Every raw system call and `unsafe`
+//! block lives in the private `sys` module. Kernel-facing paths (cgroup root, run root) are
+//! parameters so the pieces are tested on temporary directories without root.
+
+mod cgroup;
+mod events;
+mod lab;
+mod limits;
+mod message;
+mod rootfs;
+mod rundir;
+mod sandbox;
+mod stages;
+mod sys;
+mod witness;
+
+pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
+pub use events::{FsEvent, FsEventKind, LabEvents};
+pub use lab::{Lab, LabError, LabView};
+pub use limits::{InvalidLimit, Limits};
+pub use message::Stage;
+pub use rundir::RunDirError;
+pub use sandbox::{LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination};
+pub use witness::{FileDigest, FsChange, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError, WitnessReport};

@@ -1,0 +1,115 @@
+//! The sandbox's root: an overlay over the host root, fresh /proc, a minimal read-only /dev,
+//! read-only /sys, then pivot_root into it.
+//!
+//! Runs inside the sandbox's init, in its new mount namespace, before the program starts. No
+//! directory is created inside the overlay here: a mount point made by the sandbox itself
+//! would show up in the upper layer as a write the program never made.
+
+use std::fs::File;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+
+use crate::message::Stage;
+
+/// Everything the init needs to build the root, prepared by the parent.
+#[derive(Debug, Clone)]
+pub(crate) struct RootfsPlan {
+    /// Host path where the overlay is mounted before the pivot.
+    pub(crate) merged: PathBuf,
+    /// `lowerdir=…,upperdir=…,workdir=…` and the fixed overlay features.
+    pub(crate) overlay_options: String,
+}
+
+const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
+const DEV_OPTIONS: &str = "mode=755,size=65536,nr_inodes=64";
+// /proc entries that change the whole host when written by a uid-0 process without
+// capabilities: made read-only, as container runtimes do.
+const PROC_READ_ONLY: [&str; 5] = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
+
+pub(crate) fn overlay_options(lab_layer: &Path, lower: &Path, upper: &Path, work: &Path) -> String {
+    format!(
+        "lowerdir={}:{},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off,xino=off",
+        lab_layer.display(),
+        lower.display(),
+        upper.display(),
+        work.display()
+    )
+}
+
+/// Builds the root and pivots into it. On failure, the stage and errno.
+pub(crate) fn enter(plan: &RootfsPlan) -> Result<(), (Stage, Errno)> {
+    let none = None::<&str>;
+    let at = |stage| move |errno| (stage, errno);
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(at(Stage::MountPrivate))?;
+    let merged = &plan.merged;
+    mount(Some("overlay"), merged, Some("overlay"), MsFlags::empty(), Some(plan.overlay_options.as_str()))
+        .map_err(at(Stage::MountOverlay))?;
+    mount_proc(&merged.join("proc")).map_err(at(Stage::MountProc))?;
+    mount_dev(&merged.join("dev")).map_err(at(Stage::MountDev))?;
+    let sys_flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("sysfs"), &merged.join("sys"), Some("sysfs"), sys_flags, none).map_err(at(Stage::MountSys))?;
+    pivot(merged).map_err(at(Stage::PivotRoot))
+}
+
+fn mount_proc(target: &Path) -> Result<(), Errno> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), target, Some("proc"), flags, None::<&str>)?;
+    for entry in PROC_READ_ONLY {
+        let path = target.join(entry);
+        if path.exists() {
+            read_only_bind(&path, &path, flags)?;
+        }
+    }
+    Ok(())
+}
+
+fn mount_dev(target: &Path) -> Result<(), Errno> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+    mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(DEV_OPTIONS))?;
+    for device in DEVICES {
+        let node = target.join(device);
+        File::create(&node).map_err(errno)?;
+        mount(Some(&Path::new("/dev").join(device)), &node, None::<&str>, MsFlags::MS_BIND, None::<&str>)?;
+    }
+    for (link, to) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
+        symlink(to, target.join(link)).map_err(errno)?;
+    }
+    // Read-only so /dev is no unwitnessed place to write; the device binds keep their own flags.
+    mount(None::<&str>, target, None::<&str>, MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags, Some(DEV_OPTIONS))
+}
+
+fn read_only_bind(source: &Path, target: &Path, flags: MsFlags) -> Result<(), Errno> {
+    mount(Some(source), target, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)?;
+    let remount = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
+    mount(None::<&str>, target, None::<&str>, remount, None::<&str>)
+}
+
+/// pivot_root(".", ".") stacks the old root on the new one; detaching it leaves only the new.
+fn pivot(new_root: &Path) -> Result<(), Errno> {
+    nix::unistd::chdir(new_root)?;
+    nix::unistd::pivot_root(".", ".")?;
+    umount2(".", MntFlags::MNT_DETACH)?;
+    nix::unistd::chdir("/")
+}
+
+fn errno(error: std::io::Error) -> Errno {
+    Errno::from_raw(error.raw_os_error().unwrap_or(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_options_put_the_lab_above_the_host_and_fix_features() {
+        let options = overlay_options(Path::new("/r/lab"), Path::new("/r/lower"), Path::new("/r/upper"), Path::new("/r/work"));
+        assert!(options.starts_with("lowerdir=/r/lab:/r/lower,upperdir=/r/upper,workdir=/r/work"));
+        // Without these the upper layer would not describe every change by itself.
+        for feature in ["redirect_dir=off", "metacopy=off", "index=off"] {
+            assert!(options.contains(feature), "{options}");
+        }
+    }
+}

@@ -1,0 +1,703 @@
+//! The parent's side of a run: [`SandboxBuilder`] → [`Sandbox`] → [`Running`] → [`Stopped`].
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::resource::Resource;
+use nix::unistd::{ForkResult, Pid};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+
+use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
+use crate::events::LabEvents;
+use crate::lab::{Lab, LabError, LabView};
+use crate::limits::{InvalidLimit, Limits};
+use crate::message::{MESSAGE_LEN, Message, Stage};
+use crate::rootfs::{self, RootfsPlan};
+use crate::rundir::{RunDir, RunDirError};
+use crate::stages::{self, ChildFds, ChildPlan};
+use crate::sys;
+use crate::witness::{Marker, OverlayWitness};
+
+/// Why a run could not be prepared, started or torn down. Each variant names its input.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the command is empty")]
+    EmptyCommand,
+    #[error("command {command:?} was not found inside the sandbox (searched {searched})")]
+    CommandNotFound { command: String, searched: String },
+    #[error(transparent)]
+    Limit(#[from] InvalidLimit),
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("the sandbox needs root for namespaces, mounts and cgroups; this process runs as uid {uid}")]
+    NotRoot { uid: u32 },
+    #[error("a sandbox must be spawned inside a tokio runtime")]
+    NoRuntime,
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    #[error("sandbox setup failed while {stage}")]
+    Setup {
+        stage: Stage,
+        #[source]
+        errno: Errno,
+    },
+    #[error("cannot start {command:?} in the sandbox ({stage})")]
+    Start {
+        command: String,
+        stage: Stage,
+        #[source]
+        errno: Errno,
+    },
+    #[error("the sandbox stopped answering while {waiting_for}")]
+    Lost { waiting_for: &'static str },
+    #[error("cannot {what}")]
+    Host {
+        what: &'static str,
+        #[source]
+        errno: Errno,
+    },
+    #[error("cannot watch the lab")]
+    Events(#[source] std::io::Error),
+    #[error("processes {pids:?} of run {run} survived teardown and were killed")]
+    Survivors { run: String, pids: Vec<i32> },
+}
+
+/// Which user the program runs as. Capabilities are dropped either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    /// An unprivileged uid and gid (default: nobody, 65534).
+    User { uid: u32, gid: u32 },
+    /// uid 0 with no capabilities: owner rights over root-owned files (in the overlay) only.
+    RootWithoutCapabilities,
+}
+
+/// Builds a [`Sandbox`].
+#[derive(Debug, Clone)]
+pub struct SandboxBuilder {
+    command: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    lab: Lab,
+    limits: Limits,
+    run_as: RunAs,
+    run_root: PathBuf,
+    cgroup_root: PathBuf,
+    hostname: String,
+    keep: bool,
+}
+
+/// A validated run configuration; each [`Sandbox::spawn`] is a fresh run.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    config: SandboxBuilder,
+}
+
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Sandbox {
+    /// Starts a configuration for `program args…`.
+    pub fn builder<I, S>(command: I) -> SandboxBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        SandboxBuilder {
+            command: command.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            lab: Lab::new(),
+            limits: Limits::default(),
+            run_as: RunAs::User { uid: 65534, gid: 65534 },
+            run_root: PathBuf::from("/run/vac"),
+            cgroup_root: PathBuf::from("/sys/fs/cgroup"),
+            hostname: "vac-sandbox".into(),
+            keep: false,
+        }
+    }
+}
+
+impl SandboxBuilder {
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+    pub fn lab(mut self, lab: Lab) -> Self {
+        self.lab = lab;
+        self
+    }
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    pub fn run_as(mut self, run_as: RunAs) -> Self {
+        self.run_as = run_as;
+        self
+    }
+    /// Host directory under which run directories are made (default `/run/vac`).
+    pub fn run_root(mut self, path: impl Into<PathBuf>) -> Self {
+        self.run_root = path.into();
+        self
+    }
+    /// Where the cgroup hierarchies are mounted (default `/sys/fs/cgroup`).
+    pub fn cgroup_root(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cgroup_root = path.into();
+        self
+    }
+    /// Keep the run directory (upper layer and lab) after teardown, for inspection.
+    pub fn keep_run_dir(mut self, keep: bool) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// Checks the configuration; nothing touches the system yet.
+    pub fn build(self) -> Result<Sandbox, SandboxError> {
+        if self.command.first().is_none_or(|c| c.is_empty()) {
+            return Err(SandboxError::EmptyCommand);
+        }
+        self.limits.validate()?;
+        self.lab.validate()?;
+        Ok(Sandbox { config: self })
+    }
+}
+
+impl Sandbox {
+    /// The lab as the program sees it.
+    pub fn lab_view(&self) -> LabView {
+        self.config.lab.view()
+    }
+
+    /// Prepares a fresh run and starts the program in it. Must be called inside a tokio
+    /// runtime. On error nothing of the run is left behind.
+    pub fn spawn(&self) -> Result<Running, SandboxError> {
+        let config = &self.config;
+        let uid = nix::unistd::geteuid();
+        if !uid.is_root() {
+            return Err(SandboxError::NotRoot { uid: uid.as_raw() });
+        }
+        tokio::runtime::Handle::try_current().map_err(|_| SandboxError::NoRuntime)?;
+        let started = Instant::now();
+        let id = format!("run-{}", nonce());
+        let mut guard = Guard::new(id.clone(), config.keep);
+
+        let run_dir = guard.run_dir.insert(RunDir::create(&config.run_root, &id, &config.limits)?);
+        let (uid, gid) = match config.run_as {
+            RunAs::User { uid, gid } => (uid, gid),
+            RunAs::RootWithoutCapabilities => (0, 0),
+        };
+        config.lab.build(&run_dir.lab_layer(), uid, gid)?;
+        run_dir.reserve_lab(&config.limits)?;
+        let view = config.lab.view();
+        let env = self.environment(&view);
+        let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
+        let layers = [run_dir.lab_layer(), run_dir.lower()];
+        let program = resolve(&config.command[0], &path_var, &view.work(), &layers)?;
+        let marker = Marker {
+            path: view.tmp().join(format!(".vac-marker-{}", nonce())),
+            content: format!("vac witness marker {id}\n").into_bytes(),
+        };
+        let plan = ChildPlan {
+            cgroup_procs: Vec::new(),
+            rootfs: RootfsPlan {
+                merged: run_dir.merged(),
+                overlay_options: rootfs::overlay_options(&layers[0], &layers[1], &run_dir.upper(), &run_dir.work()),
+            },
+            hostname: config.hostname.clone(),
+            marker_path: marker.path.clone(),
+            marker_content: marker.content.clone(),
+            program: c_string(program.as_os_str()),
+            argv: config.command.iter().map(|a| c_string(a)).collect(),
+            envp: env.iter().map(|(k, v)| c_string(&[k.as_os_str(), v.as_os_str()].join(OsStr::new("=")))).collect(),
+            cwd: view.work(),
+            uid,
+            gid,
+            rlimits: vec![
+                (Resource::RLIMIT_CPU, config.limits.cpu_time.as_secs()),
+                (Resource::RLIMIT_NOFILE, config.limits.open_files),
+                (Resource::RLIMIT_CORE, 0),
+            ],
+        };
+        let roots = CgroupRoots::detect(&config.cgroup_root)?;
+        let cgroup = guard.cgroup.insert(roots.create(&id, &config.limits)?);
+        let plan = ChildPlan { cgroup_procs: cgroup.procs_files(), ..plan };
+
+        let pipe = |what| nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| SandboxError::Host { what, errno });
+        let (ctl_read, ctl_write) = pipe("create the control pipe")?;
+        let (status_read, status_write) = pipe("create the status pipe")?;
+        let (stdin_read, stdin_write) = pipe("create the stdin pipe")?;
+        let (stdout_read, stdout_write) = pipe("create the stdout pipe")?;
+        let (stderr_read, stderr_write) = pipe("create the stderr pipe")?;
+        let fds = ChildFds { ctl: ctl_read, status: status_write, stdin: stdin_read, stdout: stdout_write, stderr: stderr_write };
+        match sys::fork().map_err(|errno| SandboxError::Host { what: "fork the sandbox monitor", errno })? {
+            ForkResult::Child => stages::monitor(&plan, fds),
+            ForkResult::Parent { child } => guard.monitor = Some(child),
+        }
+        drop(fds);
+        guard.ctl = Some(ctl_write);
+
+        let deadline = started + SETUP_TIMEOUT;
+        let (mut init_pid, mut ready) = (None, false);
+        while init_pid.is_none() || !ready {
+            match read_message(&status_read, deadline, "setting up the sandbox")? {
+                Message::InitPid(pid) => init_pid = Some(Pid::from_raw(pid)),
+                Message::Ready => ready = true,
+                Message::Failed(stage, errno) => return Err(SandboxError::Setup { stage, errno: Errno::from_raw(errno) }),
+                _ => return Err(SandboxError::Lost { waiting_for: "setting up the sandbox" }),
+            }
+        }
+        let init_pid = init_pid.unwrap_or(Pid::from_raw(0));
+        let pidfd = sys::pidfd_open(init_pid).map_err(|errno| SandboxError::Host { what: "open a pidfd on the sandbox init", errno })?;
+        guard.init = Some(Arc::new(pidfd));
+        let host_root = PathBuf::from(format!("/proc/{init_pid}/root"));
+        let events = LabEvents::start(host_root, view.root(), started).map_err(SandboxError::Events)?;
+        guard.events_close = Some(events.closer());
+
+        write_go(guard.ctl.as_ref())?;
+        let marker_errno = match read_message(&status_read, deadline, "writing the marker")? {
+            Message::Marker(errno) => errno,
+            _ => return Err(SandboxError::Lost { waiting_for: "writing the marker" }),
+        };
+        let program_pid = match read_message(&status_read, deadline, "starting the program")? {
+            Message::Started(pid) => pid,
+            Message::Failed(stage, errno) => {
+                let command = config.command[0].to_string_lossy().into_owned();
+                return Err(SandboxError::Start { command, stage, errno: Errno::from_raw(errno) });
+            }
+            _ => return Err(SandboxError::Lost { waiting_for: "starting the program" }),
+        };
+
+        let host = |what| move |e: std::io::Error| SandboxError::Host { what, errno: io_errno(&e) };
+        let (termination, wall_clock_hit) = guard.watch(status_read, config.limits.wall_clock)
+            .map_err(host("watch the sandbox's status pipe"))?;
+        Ok(Running {
+            id,
+            started,
+            view,
+            init_pid,
+            program_pid,
+            stdin: Some(pipe::Sender::from_owned_fd(stdin_write).map_err(host("adopt the stdin pipe"))?),
+            stdout: Some(pipe::Receiver::from_owned_fd(stdout_read).map_err(host("adopt the stdout pipe"))?),
+            stderr: Some(pipe::Receiver::from_owned_fd(stderr_read).map_err(host("adopt the stderr pipe"))?),
+            events: Some(events),
+            termination,
+            wall_clock_hit,
+            marker,
+            marker_errno,
+            guard,
+        })
+    }
+
+    fn environment(&self, view: &LabView) -> Vec<(OsString, OsString)> {
+        let home = view.home();
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("PATH".into(), DEFAULT_PATH.into()),
+            ("HOME".into(), home.clone().into()),
+            ("TMPDIR".into(), view.tmp().into()),
+            ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
+            ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
+            ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
+            ("XDG_STATE_HOME".into(), home.join(".local/state").into()),
+            ("XDG_RUNTIME_DIR".into(), view.tmp().into()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("USER".into(), "vac".into()),
+        ];
+        for (key, value) in &self.config.env {
+            env.retain(|(k, _)| k != key);
+            env.push((key.clone(), value.clone()));
+        }
+        env
+    }
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    Exited(i32),
+    Signaled(i32),
+    /// The wall-clock limit ran out and the run was killed.
+    WallClockExceeded,
+    /// The sandbox's init vanished without reporting the program's end.
+    Lost,
+}
+
+/// A live run.
+#[derive(Debug)]
+pub struct Running {
+    id: String,
+    started: Instant,
+    view: LabView,
+    init_pid: Pid,
+    program_pid: i32,
+    stdin: Option<pipe::Sender>,
+    stdout: Option<pipe::Receiver>,
+    stderr: Option<pipe::Receiver>,
+    events: Option<LabEvents>,
+    termination: watch::Receiver<Option<Termination>>,
+    wall_clock_hit: Arc<AtomicBool>,
+    marker: Marker,
+    marker_errno: i32,
+    guard: Guard,
+}
+
+impl Running {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+    pub fn lab_view(&self) -> &LabView {
+        &self.view
+    }
+    /// The sandbox init's pid in the host's pid namespace (for process sensors).
+    pub fn init_pid(&self) -> Pid {
+        self.init_pid
+    }
+    /// The program's pid inside the sandbox.
+    pub fn program_pid(&self) -> i32 {
+        self.program_pid
+    }
+    pub fn take_stdin(&mut self) -> Option<pipe::Sender> {
+        self.stdin.take()
+    }
+    pub fn take_stdout(&mut self) -> Option<pipe::Receiver> {
+        self.stdout.take()
+    }
+    pub fn take_stderr(&mut self) -> Option<pipe::Receiver> {
+        self.stderr.take()
+    }
+    /// The live lab event stream.
+    pub fn take_events(&mut self) -> Option<LabEvents> {
+        self.events.take()
+    }
+
+    /// How the program ended, if it has.
+    pub fn termination(&self) -> Option<Termination> {
+        *self.termination.borrow()
+    }
+
+    /// Waits until the program ends or the wall-clock limit kills the run.
+    pub async fn wait(&mut self) -> Termination {
+        match self.termination.wait_for(Option::is_some).await {
+            Ok(value) => value.unwrap_or(Termination::Lost),
+            Err(_) => Termination::Lost,
+        }
+    }
+
+    /// Kills every process of the run and keeps the run directory for the witness.
+    pub fn stop(mut self) -> Result<Stopped, SandboxError> {
+        let termination = self.termination();
+        let killed = self.guard.kill();
+        let termination = match termination {
+            None if self.wall_clock_hit.load(Ordering::SeqCst) => Some(Termination::WallClockExceeded),
+            other => other,
+        };
+        let stopped = Stopped {
+            id: self.id.clone(),
+            marker: self.marker.clone(),
+            marker_errno: self.marker_errno,
+            termination,
+            limit_hits: self.guard.limit_hits,
+            guard: std::mem::replace(&mut self.guard, Guard::new(String::new(), false)),
+        };
+        killed.map(|()| stopped)
+    }
+}
+
+/// How often the kernel refused the run something because of a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitHits {
+    pub pids: u64,
+    pub memory: u64,
+}
+
+/// A run whose processes are all gone; its upper layer is still there for the witness.
+#[derive(Debug)]
+pub struct Stopped {
+    id: String,
+    marker: Marker,
+    marker_errno: i32,
+    termination: Option<Termination>,
+    limit_hits: LimitHits,
+    guard: Guard,
+}
+
+impl Stopped {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// How the program ended before the stop; `None` if it was still running.
+    pub fn termination(&self) -> Option<Termination> {
+        self.termination
+    }
+    pub fn limit_hits(&self) -> LimitHits {
+        self.limit_hits
+    }
+    /// The marker the init wrote; `Err(errno)` when writing it failed.
+    pub fn marker(&self) -> Result<&Marker, Errno> {
+        match self.marker_errno {
+            0 => Ok(&self.marker),
+            errno => Err(Errno::from_raw(errno)),
+        }
+    }
+    /// The run's upper layer, on the host.
+    pub fn upper_dir(&self) -> PathBuf {
+        self.run_dir().join("upper")
+    }
+    /// The run directory on the host.
+    pub fn run_dir(&self) -> PathBuf {
+        self.guard.run_dir.as_ref().map(|d| d.path().to_path_buf()).unwrap_or_default()
+    }
+    /// The lower layers the overlay was built from, topmost first.
+    pub fn lower_dirs(&self) -> Vec<PathBuf> {
+        self.guard.run_dir.as_ref().map(|d| vec![d.lab_layer(), d.lower()]).unwrap_or_default()
+    }
+    /// The fs write witness of this run, expecting the run's marker.
+    pub fn witness(&self) -> OverlayWitness {
+        OverlayWitness::new(self.upper_dir(), self.lower_dirs()).expect_marker(self.marker.clone())
+    }
+    /// Unmounts and removes the run directory (as dropping does), reporting failures.
+    pub fn remove(mut self) -> Result<(), SandboxError> {
+        self.guard.release()
+    }
+}
+
+/// Tears a run down whatever happened: kills the tree, removes the cgroup, unmounts.
+#[derive(Debug)]
+struct Guard {
+    id: String,
+    keep: bool,
+    run_dir: Option<RunDir>,
+    cgroup: Option<Cgroup>,
+    monitor: Option<Pid>,
+    ctl: Option<OwnedFd>,
+    init: Option<Arc<OwnedFd>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    events_close: Option<Arc<tokio::sync::Notify>>,
+    limit_hits: LimitHits,
+}
+
+impl Guard {
+    fn new(id: String, keep: bool) -> Guard {
+        Guard {
+            id,
+            keep,
+            run_dir: None,
+            cgroup: None,
+            monitor: None,
+            ctl: None,
+            init: None,
+            tasks: Vec::new(),
+            events_close: None,
+            limit_hits: LimitHits::default(),
+        }
+    }
+
+    /// Reads the status pipe for the program's end and enforces the wall clock.
+    fn watch(
+        &mut self,
+        status: OwnedFd,
+        wall_clock: Duration,
+    ) -> std::io::Result<(watch::Receiver<Option<Termination>>, Arc<AtomicBool>)> {
+        let (sender, receiver) = watch::channel(None);
+        let hit = Arc::new(AtomicBool::new(false));
+        let mut status = pipe::Receiver::from_owned_fd(status)?;
+        let reader_hit = Arc::clone(&hit);
+        self.tasks.push(tokio::spawn(async move {
+            let mut bytes = [0u8; MESSAGE_LEN];
+            while status.read_exact(&mut bytes).await.is_ok() {
+                let ended = match Message::decode(&bytes) {
+                    Some(Message::Exited(code)) => Termination::Exited(code),
+                    Some(Message::Signaled(signal)) => Termination::Signaled(signal),
+                    _ => continue,
+                };
+                let _ = sender.send(Some(ended));
+            }
+            if sender.borrow().is_none() {
+                let lost = if reader_hit.load(Ordering::SeqCst) { Termination::WallClockExceeded } else { Termination::Lost };
+                let _ = sender.send(Some(lost));
+            }
+        }));
+        if let Some(pidfd) = self.init.clone() {
+            let watchdog_hit = Arc::clone(&hit);
+            self.tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(wall_clock).await;
+                watchdog_hit.store(true, Ordering::SeqCst);
+                let _ = sys::pidfd_send_signal(pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL);
+            }));
+        }
+        Ok((receiver, hit))
+    }
+
+    /// Kills every process of the run and removes its cgroup.
+    fn kill(&mut self) -> Result<(), SandboxError> {
+        self.ctl = None; // the init's lifeline
+        if let Some(pidfd) = self.init.take() {
+            match sys::pidfd_send_signal(pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL) {
+                Ok(()) | Err(Errno::ESRCH) => {}
+                Err(errno) => return Err(SandboxError::Host { what: "kill the sandbox init", errno }),
+            }
+        }
+        if let Some(monitor) = self.monitor.take() {
+            // The monitor exits once the init is reaped, and the init only finishes dying after
+            // the kernel has killed and reaped every process of its pid namespace.
+            loop {
+                match nix::sys::wait::waitpid(monitor, None) {
+                    Err(Errno::EINTR) => continue,
+                    _ => break,
+                }
+            }
+        }
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        let Some(cgroup) = self.cgroup.take() else { return Ok(()) };
+        self.limit_hits = LimitHits {
+            pids: cgroup.pids_limit_hits().unwrap_or(0),
+            memory: cgroup.memory_limit_hits().unwrap_or(0),
+        };
+        let survivors = cgroup.pids()?;
+        for pid in &survivors {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        if !survivors.is_empty() {
+            return Err(SandboxError::Survivors { run: self.id.clone(), pids: survivors });
+        }
+        cgroup.remove()?;
+        Ok(())
+    }
+
+    fn release(&mut self) -> Result<(), SandboxError> {
+        if let Some(close) = self.events_close.take() {
+            close.notify_one();
+        }
+        if let Some(mut run_dir) = self.run_dir.take() {
+            run_dir.remove(self.keep)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Err(error) = self.kill() {
+            tracing::warn!(run = %self.id, %error, "sandbox teardown");
+        }
+        if let Err(error) = self.release() {
+            tracing::warn!(run = %self.id, %error, "sandbox teardown");
+        }
+    }
+}
+
+fn read_message(fd: &OwnedFd, deadline: Instant, waiting_for: &'static str) -> Result<Message, SandboxError> {
+    let lost = SandboxError::Lost { waiting_for };
+    let mut bytes = [0u8; MESSAGE_LEN];
+    let mut filled = 0;
+    while filled < MESSAGE_LEN {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let timeout = PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::ZERO);
+        let mut polled = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut polled, timeout) {
+            Ok(0) => return Err(lost),
+            Err(Errno::EINTR) => continue,
+            Err(errno) => return Err(SandboxError::Host { what: "poll the status pipe", errno }),
+            Ok(_) => {}
+        }
+        match nix::unistd::read(fd.as_fd(), &mut bytes[filled..]) {
+            Ok(0) => return Err(lost),
+            Ok(n) => filled += n,
+            Err(Errno::EINTR) => {}
+            Err(errno) => return Err(SandboxError::Host { what: "read the status pipe", errno }),
+        }
+    }
+    Message::decode(&bytes).ok_or(lost)
+}
+
+fn write_go(ctl: Option<&OwnedFd>) -> Result<(), SandboxError> {
+    let Some(ctl) = ctl else { return Err(SandboxError::Lost { waiting_for: "starting the program" }) };
+    nix::unistd::write(ctl.as_fd(), b"G").map(drop).map_err(|errno| SandboxError::Host { what: "signal the sandbox init", errno })
+}
+
+/// Finds `command` as the sandbox will see it: in the lab layer or the host root, along PATH
+/// when it has no slash.
+fn resolve(command: &OsStr, path_var: &OsStr, cwd: &Path, layers: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+    let executable = |view: &Path| {
+        let rel = view.strip_prefix("/").unwrap_or(view);
+        layers.iter().any(|layer| {
+            std::fs::metadata(layer.join(rel)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    };
+    let candidates: Vec<PathBuf> = if command.as_bytes().contains(&b'/') {
+        vec![cwd.join(command)]
+    } else {
+        std::env::split_paths(path_var).filter(|dir| dir.is_absolute()).map(|dir| dir.join(command)).collect()
+    };
+    candidates.iter().find(|c| executable(c)).cloned().ok_or_else(|| SandboxError::CommandNotFound {
+        command: command.to_string_lossy().into_owned(),
+        searched: candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", "),
+    })
+}
+
+fn c_string(value: &OsStr) -> CString {
+    // Interior NULs cannot be passed to exec; they end the argument, as the kernel would.
+    let bytes = value.as_bytes();
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    CString::new(&bytes[..end]).unwrap_or_default()
+}
+
+fn nonce() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Names only need to be unique on this host: time, pid and a counter are.
+        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let mix = time.as_nanos() as u64 ^ (u64::from(std::process::id()) << 40) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+        bytes = mix.to_le_bytes();
+    }
+    hex::encode(bytes)
+}
+
+fn io_errno(error: &std::io::Error) -> Errno {
+    Errno::from_raw(error.raw_os_error().unwrap_or(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_command_is_rejected() {
+        let error = Sandbox::builder(Vec::<OsString>::new()).build().unwrap_err();
+        assert!(matches!(error, SandboxError::EmptyCommand));
+    }
+
+    #[test]
+    fn resolve_searches_path_in_the_layers_and_names_what_it_searched() {
+        let layer = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(layer.path().join("opt/bin")).unwrap();
+        std::fs::write(layer.path().join("opt/bin/tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(layer.path().join("opt/bin/tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let layers = [layer.path().to_path_buf()];
+        let found = resolve(OsStr::new("tool"), OsStr::new("/usr/bin:/opt/bin"), Path::new("/lab/work"), &layers).unwrap();
+        assert_eq!(found, Path::new("/opt/bin/tool"));
+        let error = resolve(OsStr::new("nope"), OsStr::new("/usr/bin:/opt/bin"), Path::new("/lab/work"), &layers).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("\"nope\"") && message.contains("/opt/bin/nope"), "{message}");
+    }
+
+    #[test]
+    fn c_string_cuts_at_interior_nul() {
+        assert_eq!(c_string(OsStr::new("a\0b")).as_bytes(), b"a");
+    }
+}

@@ -1,0 +1,168 @@
+//! Every `unsafe` block and raw system call of the crate lives here.
+//!
+//! The rest of the crate uses the safe wrappers of `nix` and the small functions below; each
+//! `unsafe` block states why it is sound. Keeping them in one file means a reviewer reads one
+//! file to audit what the sandbox asks of the kernel outside the type system.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+use nix::sys::signal::{SigHandler, Signal};
+use nix::unistd::{ForkResult, Pid};
+
+/// Forks the calling process.
+///
+/// The caller in the child must only use code that does not depend on other threads of the
+/// parent: glibc's `fork` resets its allocator locks, so allocation is fine, but no lock the
+/// parent's other threads may hold (stdio, logging) may be taken.
+pub(crate) fn fork() -> Result<ForkResult, Errno> {
+    // SAFETY: the sandbox calls this only from `spawn`, and both branches of every call site
+    // either return to the parent unchanged or run child code that touches no lock shared
+    // with the parent's other threads and ends in `exec` or `_exit`.
+    unsafe { nix::unistd::fork() }
+}
+
+/// Takes ownership of a descriptor number that the caller knows is open and unowned.
+pub(crate) fn adopt_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: callers pass descriptors they placed at fixed numbers themselves (dup2 in a
+    // child) and that no other owner refers to; the OwnedFd becomes the only owner.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// Duplicates `fd` onto exactly `target`, clearing close-on-exec on the copy.
+pub(crate) fn dup_onto(fd: RawFd, target: RawFd) -> Result<(), Errno> {
+    if fd == target {
+        return clear_cloexec(target);
+    }
+    // SAFETY: dup2 only manipulates the descriptor table; both numbers are plain integers
+    // and `target` is a number this process reserves for the purpose.
+    let rc = unsafe { libc::dup2(fd, target) };
+    Errno::result(rc).map(drop)
+}
+
+/// Duplicates `fd` to the lowest free number at or above `min`, close-on-exec.
+pub(crate) fn dup_above(fd: RawFd, min: RawFd) -> Result<RawFd, Errno> {
+    // SAFETY: F_DUPFD_CLOEXEC creates a new descriptor and touches no memory.
+    let rc = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) };
+    Errno::result(rc)
+}
+
+fn clear_cloexec(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: F_SETFD with 0 only clears FD_CLOEXEC on a descriptor this process owns.
+    let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+    Errno::result(rc).map(drop)
+}
+
+/// Closes every descriptor numbered `first` or above.
+pub(crate) fn close_from(first: RawFd) -> Result<(), Errno> {
+    // SAFETY: close_range takes plain integers; closing descriptors this process no longer
+    // needs cannot violate memory safety because the child owns no Rust object for them
+    // (it runs straight to exec or to a loop that uses fixed, lower descriptor numbers).
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) };
+    Errno::result(rc).map(drop)
+}
+
+/// Exits the calling process immediately, without running destructors or atexit handlers.
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and is async-signal-safe; skipping destructors is the
+    // point in a forked child that shares copies of the parent's objects.
+    unsafe { libc::_exit(code) }
+}
+
+/// Restores the default disposition of a signal (the Rust runtime ignores SIGPIPE, and an
+/// ignored disposition survives exec).
+pub(crate) fn default_signal(signal: Signal) -> Result<(), Errno> {
+    // SAFETY: installing SIG_DFL registers no Rust handler, so no handler can run Rust code
+    // in signal context.
+    unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) }.map(drop)
+}
+
+/// Brings the loopback interface of the current network namespace up.
+pub(crate) fn loopback_up() -> Result<(), Errno> {
+    let socket = nix::sys::socket::socket(
+        nix::sys::socket::AddressFamily::Inet,
+        nix::sys::socket::SockType::Datagram,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // SAFETY: ifreq is a plain C struct for which all-zero bytes are a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `request` into it; the
+    // pointer is valid for the duration of the call.
+    Errno::result(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) })?;
+    // SAFETY: the union field ifru_flags is the one SIOCGIFFLAGS just filled.
+    unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: SIOCSIFFLAGS reads `request`, which is valid for the duration of the call.
+    Errno::result(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request) })?;
+    Ok(())
+}
+
+/// Opens a pidfd: a handle on a process that cannot be confused with a later process that
+/// reuses its pid.
+pub(crate) fn pidfd_open(pid: Pid) -> Result<OwnedFd, Errno> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    let fd = Errno::result(rc)? as RawFd;
+    // SAFETY: the kernel just returned this new descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sends `signal` to the process behind a pidfd.
+pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: Signal) -> Result<(), Errno> {
+    // SAFETY: the descriptor is a live pidfd borrowed for the call; a null siginfo asks the
+    // kernel to fill in the default one.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal as libc::c_int,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Reads an extended attribute of `path` without following a final symlink. `Ok(None)` when
+/// the attribute is absent or the filesystem has no xattrs.
+pub(crate) fn lgetxattr(path: &CStr, name: &CStr) -> Result<Option<Vec<u8>>, Errno> {
+    let mut buffer = vec![0u8; 256];
+    // SAFETY: both names are NUL-terminated C strings and the buffer pointer and length
+    // describe memory owned by `buffer` for the duration of the call.
+    let rc = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+        )
+    };
+    match Errno::result(rc) {
+        Ok(len) => {
+            buffer.truncate(len as usize);
+            Ok(Some(buffer))
+        }
+        Err(Errno::ENODATA | Errno::EOPNOTSUPP) => Ok(None),
+        Err(errno) => Err(errno),
+    }
+}
+
+/// Borrows a descriptor at a fixed number that the calling process keeps open for its life
+/// (the control and status pipes of a sandbox child).
+pub(crate) fn borrow_fixed(fd: RawFd) -> BorrowedFd<'static> {
+    // SAFETY: callers only name descriptors that the stage set up at a fixed number and never
+    // closes while it runs; the borrow cannot outlive an open descriptor in practice because
+    // each stage ends in exec or _exit.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+/// Sets close-on-exec on a descriptor.
+pub(crate) fn set_cloexec(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: F_SETFD only changes the descriptor's flags.
+    let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    Errno::result(rc).map(drop)
+}

@@ -1,0 +1,365 @@
+//! The filesystem write witness: what a run changed, read from its overlay upper layer.
+//!
+//! Every write a contained program makes lands in the upper layer, so walking that layer
+//! after the run lists every change, and costs time in proportion to what was written rather
+//! than to the size of the filesystem. Old content is read from the lower layers the overlay
+//! was built from, in the same order.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::sys;
+
+/// Size and blake3 hash of a file's content.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileDigest {
+    pub size: u64,
+    pub blake3: String,
+}
+
+/// What kind of node a path held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// One change a run made, as a path in the sandbox's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FsChange {
+    /// A file, directory or special node that did not exist before.
+    Created { path: PathBuf, kind: NodeKind, digest: Option<FileDigest>, mode: u32 },
+    /// A file that existed and now has other content.
+    Modified { path: PathBuf, old: FileDigest, new: FileDigest },
+    /// A node that existed and is gone (an overlay whiteout).
+    Deleted { path: PathBuf, was: NodeKind },
+    /// A file that vanished from `from` and appeared with the same content at `to`.
+    Renamed { from: PathBuf, to: PathBuf, digest: FileDigest },
+    /// A directory whose lower contents were hidden wholesale (an opaque directory).
+    DirReplaced { path: PathBuf },
+    /// Permission bits changed.
+    ModeChanged { path: PathBuf, old: u32, new: u32 },
+    /// Owner or group changed.
+    OwnerChanged { path: PathBuf, old: (u32, u32), new: (u32, u32) },
+    /// A symbolic link was created or repointed.
+    Symlink { path: PathBuf, target: PathBuf, previous: Option<PathBuf> },
+}
+
+impl FsChange {
+    /// The path the change is about (the destination of a rename).
+    pub fn path(&self) -> &Path {
+        match self {
+            FsChange::Created { path, .. }
+            | FsChange::Modified { path, .. }
+            | FsChange::Deleted { path, .. }
+            | FsChange::DirReplaced { path }
+            | FsChange::ModeChanged { path, .. }
+            | FsChange::OwnerChanged { path, .. }
+            | FsChange::Symlink { path, .. } => path,
+            FsChange::Renamed { to, .. } => to,
+        }
+    }
+}
+
+/// A file the sandbox wrote from inside the run so the witness can prove it sees writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// Path in the sandbox's view.
+    pub path: PathBuf,
+    pub content: Vec<u8>,
+}
+
+/// Whether the witness saw the marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelfTest {
+    Live { marker: PathBuf },
+    Blind { marker: PathBuf, reason: String },
+    /// No marker was written, so nothing backs a claim that the witness saw everything.
+    NotRun,
+}
+
+/// The result of one walk.
+#[derive(Debug, Clone)]
+pub struct WitnessReport {
+    pub changes: Vec<FsChange>,
+    pub self_test: SelfTest,
+    /// Entries of the upper layer the walk visited: the measure of its cost.
+    pub entries_visited: u64,
+}
+
+/// The witness could not read a layer, or could not see its own marker.
+#[derive(Debug, thiserror::Error)]
+pub enum WitnessError {
+    #[error("cannot read {path} while walking the upper layer")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the fs write witness is blind: {reason}")]
+    Blind { reason: String },
+}
+
+impl WitnessReport {
+    /// Fails unless the self-test proved the witness live: a clean result from a blind
+    /// witness would be unbacked.
+    pub fn require_live(&self) -> Result<(), WitnessError> {
+        match &self.self_test {
+            SelfTest::Live { .. } => Ok(()),
+            SelfTest::Blind { reason, .. } => Err(WitnessError::Blind { reason: reason.clone() }),
+            SelfTest::NotRun => Err(WitnessError::Blind { reason: "no marker was written".into() }),
+        }
+    }
+}
+
+/// Walks an overlay upper layer against its lower layers.
+#[derive(Debug, Clone)]
+pub struct OverlayWitness {
+    upper: PathBuf,
+    lowers: Vec<PathBuf>,
+    marker: Option<Marker>,
+}
+
+impl OverlayWitness {
+    /// `lowers` in overlay order: the topmost lower layer first.
+    pub fn new(upper: impl Into<PathBuf>, lowers: Vec<PathBuf>) -> Self {
+        OverlayWitness { upper: upper.into(), lowers, marker: None }
+    }
+
+    /// The marker the walk must find for the self-test to pass.
+    pub fn expect_marker(mut self, marker: Marker) -> Self {
+        self.marker = Some(marker);
+        self
+    }
+
+    /// Walks the upper layer and types every change.
+    pub fn collect(&self) -> Result<WitnessReport, WitnessError> {
+        let mut walk = Walk { witness: self, changes: Vec::new(), visited: 0 };
+        if let Err(error) = walk.dir(Path::new(""), false) {
+            // A missing upper layer is what a blinded witness looks like: no marker.
+            if !matches!(&error, WitnessError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound) {
+                return Err(error);
+            }
+        }
+        let (mut changes, visited) = (walk.changes, walk.visited);
+        self.pair_renames(&mut changes)?;
+        let self_test = self.check_marker(&mut changes);
+        changes.sort_by(|a, b| a.path().cmp(b.path()));
+        Ok(WitnessReport { changes, self_test, entries_visited: visited })
+    }
+
+    fn check_marker(&self, changes: &mut Vec<FsChange>) -> SelfTest {
+        let Some(marker) = &self.marker else { return SelfTest::NotRun };
+        let expected = FileDigest {
+            size: marker.content.len() as u64,
+            blake3: blake3::hash(&marker.content).to_hex().to_string(),
+        };
+        let found = changes.iter().position(|c| {
+            matches!(c, FsChange::Created { path, digest: Some(d), .. } if *path == marker.path && *d == expected)
+        });
+        match found {
+            Some(index) => {
+                changes.remove(index);
+                SelfTest::Live { marker: marker.path.clone() }
+            }
+            None => SelfTest::Blind {
+                marker: marker.path.clone(),
+                reason: format!(
+                    "marker {} with its content was not found in the upper layer {}",
+                    marker.path.display(),
+                    self.upper.display()
+                ),
+            },
+        }
+    }
+
+    /// A rename of a lower file shows as a whiteout plus a new copy: pair them by content.
+    fn pair_renames(&self, changes: &mut Vec<FsChange>) -> Result<(), WitnessError> {
+        let mut created: HashMap<FileDigest, usize> = HashMap::new();
+        for (index, change) in changes.iter().enumerate() {
+            if let FsChange::Created { kind: NodeKind::File, digest: Some(d), .. } = change {
+                created.entry(d.clone()).or_insert(index);
+            }
+        }
+        let sizes: Vec<u64> = created.keys().map(|d| d.size).collect();
+        let mut renames = Vec::new();
+        for (index, change) in changes.iter().enumerate() {
+            let FsChange::Deleted { path, was: NodeKind::File } = change else { continue };
+            let Some(lower) = self.lower_of(&relative(path)) else { continue };
+            let size = fs::symlink_metadata(&lower).map(|m| m.len()).unwrap_or(u64::MAX);
+            // Hash a deleted file only when some created file could be its copy.
+            if !sizes.contains(&size) {
+                continue;
+            }
+            let digest = digest(&lower)?;
+            if let Some(target) = created.remove(&digest) {
+                renames.push((index, target, digest));
+            }
+        }
+        let mut remove = Vec::new();
+        for (deleted, created, digest) in renames {
+            let from = changes[deleted].path().to_path_buf();
+            let to = changes[created].path().to_path_buf();
+            changes[created] = FsChange::Renamed { from, to, digest };
+            remove.push(deleted);
+        }
+        remove.sort_unstable();
+        for index in remove.into_iter().rev() {
+            changes.remove(index);
+        }
+        Ok(())
+    }
+
+    fn lower_of(&self, rel: &Path) -> Option<PathBuf> {
+        self.lowers.iter().map(|l| l.join(rel)).find(|p| fs::symlink_metadata(p).is_ok())
+    }
+}
+
+struct Walk<'w> {
+    witness: &'w OverlayWitness,
+    changes: Vec<FsChange>,
+    visited: u64,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, rel_dir: &Path, hidden_lower: bool) -> Result<(), WitnessError> {
+        let dir = self.witness.upper.join(rel_dir);
+        let entries = fs::read_dir(&dir).map_err(io_at(&dir))?;
+        for entry in entries {
+            let entry = entry.map_err(io_at(&dir))?;
+            self.visited += 1;
+            let rel = rel_dir.join(entry.file_name());
+            self.entry(&rel, hidden_lower)?;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, rel: &Path, hidden_lower: bool) -> Result<(), WitnessError> {
+        let upper = self.witness.upper.join(rel);
+        let meta = fs::symlink_metadata(&upper).map_err(io_at(&upper))?;
+        let path = Path::new("/").join(rel);
+        let lower = if hidden_lower { None } else { self.witness.lower_of(rel) };
+        let lower_meta = match &lower {
+            Some(p) => Some(fs::symlink_metadata(p).map_err(io_at(p))?),
+            None => None,
+        };
+        let lower_kind = lower_meta.as_ref().map(kind_of);
+        if is_whiteout(&upper, &meta)? {
+            let was = lower_kind.unwrap_or(NodeKind::Other);
+            self.changes.push(FsChange::Deleted { path, was });
+            return Ok(());
+        }
+        let kind = kind_of(&meta);
+        if lower_kind.is_some_and(|k| k != kind) {
+            self.changes.push(FsChange::Deleted { path: path.clone(), was: lower_kind.unwrap_or(NodeKind::Other) });
+        }
+        let same_kind_lower = lower_meta.filter(|m| kind_of(m) == kind);
+        match kind {
+            NodeKind::Dir => {
+                let opaque = sys::lgetxattr(&c_path(&upper), c"trusted.overlay.opaque")
+                    .map_err(|e| io_at(&upper)(e.into()))?
+                    .is_some_and(|v| v == b"y");
+                match &same_kind_lower {
+                    Some(_) if opaque => self.changes.push(FsChange::DirReplaced { path: path.clone() }),
+                    Some(old) => self.attributes(&path, old, &meta),
+                    None => self.changes.push(created(path.clone(), kind, None, &meta)),
+                }
+                self.dir(rel, hidden_lower || opaque || same_kind_lower.is_none())?;
+            }
+            NodeKind::File => {
+                let new = digest(&upper)?;
+                match (&lower, &same_kind_lower) {
+                    (Some(lower), Some(old_meta)) => {
+                        let old = digest(lower)?;
+                        if old != new {
+                            self.changes.push(FsChange::Modified { path: path.clone(), old, new });
+                        }
+                        self.attributes(&path, old_meta, &meta);
+                    }
+                    _ => self.changes.push(created(path, kind, Some(new), &meta)),
+                }
+            }
+            NodeKind::Symlink => {
+                let target = fs::read_link(&upper).map_err(io_at(&upper))?;
+                let previous = match (&lower, &same_kind_lower) {
+                    (Some(lower), Some(_)) => Some(fs::read_link(lower).map_err(io_at(lower))?),
+                    _ => None,
+                };
+                if previous.as_ref() != Some(&target) {
+                    self.changes.push(FsChange::Symlink { path, target, previous });
+                }
+            }
+            NodeKind::Other => self.changes.push(created(path, kind, None, &meta)),
+        }
+        Ok(())
+    }
+
+    fn attributes(&mut self, path: &Path, old: &fs::Metadata, new: &fs::Metadata) {
+        let (old_mode, new_mode) = (old.mode() & 0o7777, new.mode() & 0o7777);
+        if old_mode != new_mode {
+            self.changes.push(FsChange::ModeChanged { path: path.to_path_buf(), old: old_mode, new: new_mode });
+        }
+        let (old_owner, new_owner) = ((old.uid(), old.gid()), (new.uid(), new.gid()));
+        if old_owner != new_owner {
+            self.changes.push(FsChange::OwnerChanged { path: path.to_path_buf(), old: old_owner, new: new_owner });
+        }
+    }
+}
+
+fn created(path: PathBuf, kind: NodeKind, digest: Option<FileDigest>, meta: &fs::Metadata) -> FsChange {
+    FsChange::Created { path, kind, digest, mode: meta.mode() & 0o7777 }
+}
+
+fn kind_of(meta: &fs::Metadata) -> NodeKind {
+    let t = meta.file_type();
+    if t.is_dir() {
+        NodeKind::Dir
+    } else if t.is_file() {
+        NodeKind::File
+    } else if t.is_symlink() {
+        NodeKind::Symlink
+    } else {
+        NodeKind::Other
+    }
+}
+
+/// Overlay marks deletions with a 0/0 character device, or (newer kernels) with an empty
+/// file carrying the `trusted.overlay.whiteout` attribute.
+fn is_whiteout(path: &Path, meta: &fs::Metadata) -> Result<bool, WitnessError> {
+    if meta.file_type().is_char_device() && meta.rdev() == 0 {
+        return Ok(true);
+    }
+    if meta.is_file() && meta.len() == 0 {
+        let attr = sys::lgetxattr(&c_path(path), c"trusted.overlay.whiteout").map_err(|e| io_at(path)(e.into()))?;
+        return Ok(attr.is_some());
+    }
+    Ok(false)
+}
+
+fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
+    let file = File::open(path).map_err(io_at(path))?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(file).map_err(io_at(path))?;
+    let size = fs::symlink_metadata(path).map_err(io_at(path))?.len();
+    Ok(FileDigest { size, blake3: hasher.finalize().to_hex().to_string() })
+}
+
+fn relative(view: &Path) -> PathBuf {
+    view.strip_prefix("/").unwrap_or(view).to_path_buf()
+}
+
+fn c_path(path: &Path) -> CString {
+    // Paths from read_dir never hold an interior NUL.
+    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+fn io_at(path: &Path) -> impl Fn(io::Error) -> WitnessError + '_ {
+    move |source| WitnessError::Io { path: path.to_path_buf(), source }
+}

@@ -1,0 +1,69 @@
+//! Shared helpers of the privileged suites.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::Path;
+
+use tokio::io::AsyncReadExt;
+use vac_sandbox::{Running, Sandbox, SandboxBuilder, Stopped, WitnessReport};
+
+/// Whether this process can run privileged tests. Elsewhere the test is skipped visibly; under
+/// CI (`VAC_REQUIRE_PRIVILEGED` set by `.ci/run`, which runs as root) a skip is a failure.
+pub fn privileged(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+        "{test} needs root and VAC_REQUIRE_PRIVILEGED is set: a skip would hide a test that did not run"
+    );
+    eprintln!("SKIPPED {test}: needs root (namespaces, overlay mounts, cgroups)");
+    false
+}
+
+/// A `/bin/sh -c SCRIPT` sandbox.
+pub fn shell(script: &str) -> SandboxBuilder {
+    Sandbox::builder(["/bin/sh", "-c", script])
+}
+
+/// Reads all of a pipe.
+pub async fn read_all(pipe: Option<tokio::net::unix::pipe::Receiver>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(mut pipe) = pipe {
+        let _ = pipe.read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Runs to the program's end, stops, and returns (stdout, stderr, stopped run).
+pub async fn run_to_end(mut running: Running) -> (String, String, Stopped) {
+    let (stdout, stderr) = (running.take_stdout(), running.take_stderr());
+    let (out, err) = tokio::join!(read_all(stdout), read_all(stderr));
+    running.wait().await;
+    (out, err, running.stop().expect("teardown"))
+}
+
+/// Hex blake3 of a host file, or a note that it is absent.
+pub fn host_hash(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => blake3::hash(&bytes).to_hex().to_string(),
+        Err(e) => format!("unreadable: {e}"),
+    }
+}
+
+/// Processes on the host whose pid namespace is `pidns` (an inode from /proc/PID/ns/pid).
+pub fn processes_in_pidns(pidns: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if std::fs::read_link(format!("/proc/{pid}/ns/pid")).map(|l| l.to_string_lossy() == pidns).unwrap_or(false) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Changes whose path is under `prefix`, rendered one per line for assertion messages.
+pub fn render(report: &WitnessReport) -> String {
+    report.changes.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join("\n")
+}
