@@ -17,7 +17,11 @@ pub enum CgroupRoots {
     /// A unified hierarchy with memory, pids and cpu controllers.
     V2 { root: PathBuf },
     /// One hierarchy per controller.
-    V1 { memory: PathBuf, pids: PathBuf, cpu: PathBuf },
+    V1 {
+        memory: PathBuf,
+        pids: PathBuf,
+        cpu: PathBuf,
+    },
 }
 
 /// A cgroup operation that failed, with the file it touched.
@@ -65,13 +69,21 @@ impl CgroupRoots {
                 }
             }
         }
-        let cpu = ["cpu", "cpu,cpuacct"].iter().map(|n| root.join(n)).find(|p| p.join("cpu.cfs_quota_us").exists());
+        let cpu = ["cpu", "cpu,cpuacct"]
+            .iter()
+            .map(|n| root.join(n))
+            .find(|p| p.join("cpu.cfs_quota_us").exists());
         let (memory, pids) = (root.join("memory"), root.join("pids"));
         match cpu {
-            Some(cpu) if memory.join("memory.limit_in_bytes").exists() && pids.join("cgroup.procs").exists() => {
+            Some(cpu)
+                if memory.join("memory.limit_in_bytes").exists()
+                    && pids.join("cgroup.procs").exists() =>
+            {
                 Ok(CgroupRoots::V1 { memory, pids, cpu })
             }
-            _ => Err(CgroupError::Unavailable { root: root.to_path_buf() }),
+            _ => Err(CgroupError::Unavailable {
+                root: root.to_path_buf(),
+            }),
         }
     }
 
@@ -84,7 +96,10 @@ impl CgroupRoots {
                 let parent = make_dir(&root.join(GROUP_PARENT))?;
                 write(&parent.join("cgroup.subtree_control"), "+memory +pids +cpu")?;
                 let dir = make_dir(&parent.join(name))?;
-                let group = Cgroup { dirs: vec![dir.clone()], unified: true };
+                let group = Cgroup {
+                    dirs: vec![dir.clone()],
+                    unified: true,
+                };
                 group.configure(&[
                     (dir.join("memory.max"), limits.memory_bytes.to_string()),
                     (dir.join("memory.swap.max"), "0".to_string()),
@@ -96,11 +111,19 @@ impl CgroupRoots {
             CgroupRoots::V1 { memory, pids, cpu } => {
                 let dirs: Vec<PathBuf> = [memory, pids, cpu]
                     .iter()
-                    .map(|root| make_dir(&root.join(GROUP_PARENT)).and_then(|p| make_dir(&p.join(name))))
+                    .map(|root| {
+                        make_dir(&root.join(GROUP_PARENT)).and_then(|p| make_dir(&p.join(name)))
+                    })
                     .collect::<Result<_, _>>()?;
-                let group = Cgroup { dirs: dirs.clone(), unified: false };
+                let group = Cgroup {
+                    dirs: dirs.clone(),
+                    unified: false,
+                };
                 group.configure(&[
-                    (dirs[0].join("memory.limit_in_bytes"), limits.memory_bytes.to_string()),
+                    (
+                        dirs[0].join("memory.limit_in_bytes"),
+                        limits.memory_bytes.to_string(),
+                    ),
                     (dirs[1].join("pids.max"), limits.pids.to_string()),
                     (dirs[2].join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string()),
                     (dirs[2].join("cpu.cfs_quota_us"), quota),
@@ -121,7 +144,9 @@ pub struct Cgroup {
 
 impl Cgroup {
     fn configure(&self, settings: &[(PathBuf, String)]) -> Result<(), CgroupError> {
-        let result = settings.iter().try_for_each(|(path, value)| write(path, value));
+        let result = settings
+            .iter()
+            .try_for_each(|(path, value)| write(path, value));
         if result.is_err() {
             // A half-configured group must not stay behind.
             let _ = self.remove();
@@ -137,15 +162,21 @@ impl Cgroup {
     /// Pids currently in the group (host view).
     pub fn pids(&self) -> Result<Vec<i32>, CgroupError> {
         let path = self.dirs[0].join("cgroup.procs");
-        let text = fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
+        let text =
+            fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
         Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
     }
 
     /// How often a fork failed because the pids limit was reached.
     pub fn pids_limit_hits(&self) -> Result<u64, CgroupError> {
-        let dir = if self.unified { &self.dirs[0] } else { &self.dirs[1] };
+        let dir = if self.unified {
+            &self.dirs[0]
+        } else {
+            &self.dirs[1]
+        };
         let path = dir.join("pids.events");
-        let text = fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
+        let text =
+            fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
         Ok(text
             .lines()
             .find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok()))
@@ -159,9 +190,11 @@ impl Cgroup {
         } else {
             self.dirs[0].join("memory.failcnt")
         };
-        let text = fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
+        let text =
+            fs::read_to_string(&path).map_err(|source| CgroupError::Read { path, source })?;
         let value = if self.unified {
-            text.lines().find_map(|l| l.strip_prefix("max ").map(str::to_string))
+            text.lines()
+                .find_map(|l| l.strip_prefix("max ").map(str::to_string))
         } else {
             Some(text)
         };
@@ -176,7 +209,10 @@ impl Cgroup {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => {
-                    first_error.get_or_insert(CgroupError::Remove { path: dir.clone(), source });
+                    first_error.get_or_insert(CgroupError::Remove {
+                        path: dir.clone(),
+                        source,
+                    });
                 }
             }
         }
@@ -188,7 +224,10 @@ fn make_dir(path: &Path) -> Result<PathBuf, CgroupError> {
     match fs::create_dir(path) {
         Ok(()) => Ok(path.to_path_buf()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(path.to_path_buf()),
-        Err(source) => Err(CgroupError::Create { path: path.to_path_buf(), source }),
+        Err(source) => Err(CgroupError::Create {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -206,7 +245,11 @@ mod tests {
 
     fn fake_v1(root: &Path) {
         // The v1 root of the pids hierarchy has no pids.max of its own.
-        for (dir, file) in [("memory", "memory.limit_in_bytes"), ("pids", "cgroup.procs"), ("cpu", "cpu.cfs_quota_us")] {
+        for (dir, file) in [
+            ("memory", "memory.limit_in_bytes"),
+            ("pids", "cgroup.procs"),
+            ("cpu", "cpu.cfs_quota_us"),
+        ] {
             fs::create_dir_all(root.join(dir)).unwrap();
             fs::write(root.join(dir).join(file), "").unwrap();
         }
@@ -226,16 +269,29 @@ mod tests {
     fn detect_prefers_v2_with_controllers() {
         let tmp = tempfile::tempdir().unwrap();
         fake_v1(tmp.path());
-        fs::write(tmp.path().join("unified/cgroup.controllers"), "cpuset cpu io memory pids").unwrap();
+        fs::write(
+            tmp.path().join("unified/cgroup.controllers"),
+            "cpuset cpu io memory pids",
+        )
+        .unwrap();
         let roots = CgroupRoots::detect(tmp.path()).unwrap();
-        assert_eq!(roots, CgroupRoots::V2 { root: tmp.path().join("unified") });
+        assert_eq!(
+            roots,
+            CgroupRoots::V2 {
+                root: tmp.path().join("unified")
+            }
+        );
     }
 
     #[test]
     fn detect_names_the_root_when_nothing_is_there() {
         let tmp = tempfile::tempdir().unwrap();
         let error = CgroupRoots::detect(tmp.path()).unwrap_err();
-        assert!(error.to_string().contains(&tmp.path().display().to_string()));
+        assert!(
+            error
+                .to_string()
+                .contains(&tmp.path().display().to_string())
+        );
     }
 
     #[test]
@@ -243,10 +299,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         fake_v1(tmp.path());
         let roots = CgroupRoots::detect(tmp.path()).unwrap();
-        let limits = Limits { memory_bytes: 64 << 20, pids: 32, cpu_cores: 0.5, ..Limits::default() };
+        let limits = Limits {
+            memory_bytes: 64 << 20,
+            pids: 32,
+            cpu_cores: 0.5,
+            ..Limits::default()
+        };
         let group = roots.create("run-1", &limits).unwrap();
         let read = |p: &str| fs::read_to_string(tmp.path().join(p)).unwrap();
-        assert_eq!(read("memory/vac/run-1/memory.limit_in_bytes"), (64u64 << 20).to_string());
+        assert_eq!(
+            read("memory/vac/run-1/memory.limit_in_bytes"),
+            (64u64 << 20).to_string()
+        );
         assert_eq!(read("pids/vac/run-1/pids.max"), "32");
         assert_eq!(read("cpu/vac/run-1/cpu.cfs_quota_us"), "50000");
         assert_eq!(group.procs_files().len(), 3);
@@ -257,22 +321,36 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("cgroup.controllers"), "memory pids cpu").unwrap();
         let roots = CgroupRoots::detect(tmp.path()).unwrap();
-        let limits = Limits { pids: 10, cpu_cores: 2.0, ..Limits::default() };
+        let limits = Limits {
+            pids: 10,
+            cpu_cores: 2.0,
+            ..Limits::default()
+        };
         let group = roots.create("run-2", &limits).unwrap();
         let read = |p: &str| fs::read_to_string(tmp.path().join(p)).unwrap();
         assert_eq!(read("cgroup.subtree_control"), "+memory +pids +cpu");
         assert_eq!(read("vac/run-2/pids.max"), "10");
         assert_eq!(read("vac/run-2/cpu.max"), "200000 100000");
-        assert_eq!(group.procs_files(), vec![tmp.path().join("vac/run-2/cgroup.procs")]);
+        assert_eq!(
+            group.procs_files(),
+            vec![tmp.path().join("vac/run-2/cgroup.procs")]
+        );
     }
 
     #[test]
     fn limit_hit_counters_parse() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("cgroup.controllers"), "memory pids cpu").unwrap();
-        let group = CgroupRoots::detect(tmp.path()).unwrap().create("r", &Limits::default()).unwrap();
+        let group = CgroupRoots::detect(tmp.path())
+            .unwrap()
+            .create("r", &Limits::default())
+            .unwrap();
         fs::write(tmp.path().join("vac/r/pids.events"), "max 17\n").unwrap();
-        fs::write(tmp.path().join("vac/r/memory.events"), "low 0\nhigh 0\nmax 3\noom 1\n").unwrap();
+        fs::write(
+            tmp.path().join("vac/r/memory.events"),
+            "low 0\nhigh 0\nmax 3\noom 1\n",
+        )
+        .unwrap();
         assert_eq!(group.pids_limit_hits().unwrap(), 17);
         assert_eq!(group.memory_limit_hits().unwrap(), 3);
     }

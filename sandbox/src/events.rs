@@ -78,14 +78,29 @@ impl LabEvents {
     /// root (`/proc/<init>/root`), `lab` the lab's path in the sandbox's view.
     pub(crate) fn start(host_root: PathBuf, lab: &Path, start: Instant) -> io::Result<LabEvents> {
         let inotify = Inotify::init()?;
-        let mut tree = WatchTree { host_root, watches: inotify.watches(), dirs: HashMap::new() };
+        let mut tree = WatchTree {
+            host_root,
+            watches: inotify.watches(),
+            dirs: HashMap::new(),
+        };
         tree.add_recursive(lab)?;
         let stream = inotify.into_event_stream(vec![0u8; 64 * 1024])?;
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let health = Arc::new(Health::default());
         let close = Arc::new(Notify::new());
-        tokio::spawn(pump(stream, tree, sender, Arc::clone(&health), Arc::clone(&close), start));
-        Ok(LabEvents { receiver, health, close })
+        tokio::spawn(pump(
+            stream,
+            tree,
+            sender,
+            Arc::clone(&health),
+            Arc::clone(&close),
+            start,
+        ));
+        Ok(LabEvents {
+            receiver,
+            health,
+            close,
+        })
     }
 
     /// The next event, or `None` once the run is torn down and every event was delivered.
@@ -161,15 +176,32 @@ async fn pump(
             }
             continue;
         }
-        let Some(dir) = tree.dirs.get(&event.wd).cloned() else { continue };
-        let path = event.name.as_ref().map_or_else(|| dir.clone(), |name: &OsString| dir.join(name));
+        let Some(dir) = tree.dirs.get(&event.wd).cloned() else {
+            continue;
+        };
+        let path = event
+            .name
+            .as_ref()
+            .map_or_else(|| dir.clone(), |name: &OsString| dir.join(name));
         let is_dir = event.mask.contains(EventMask::ISDIR);
-        if is_dir && event.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) {
+        if is_dir
+            && event
+                .mask
+                .intersects(EventMask::CREATE | EventMask::MOVED_TO)
+        {
             // Best effort: files created before this watch exists are the witness's job.
             let _ = tree.add_recursive(&path);
         }
-        let Some(kind) = kind_of(event.mask) else { continue };
-        let observed = FsEvent { kind, path, is_dir, at: SystemTime::now(), since_start: start.elapsed() };
+        let Some(kind) = kind_of(event.mask) else {
+            continue;
+        };
+        let observed = FsEvent {
+            kind,
+            path,
+            is_dir,
+            at: SystemTime::now(),
+            since_start: start.elapsed(),
+        };
         if sender.try_send(observed).is_err() {
             health.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -187,7 +219,10 @@ fn kind_of(mask: EventMask) -> Option<FsEventKind> {
         (EventMask::ATTRIB, FsEventKind::Attrib),
         (EventMask::OPEN, FsEventKind::Open),
     ];
-    KINDS.iter().find(|(m, _)| mask.contains(*m)).map(|(_, k)| *k)
+    KINDS
+        .iter()
+        .find(|(m, _)| mask.contains(*m))
+        .map(|(_, k)| *k)
 }
 
 #[cfg(test)]
@@ -198,7 +233,8 @@ mod tests {
     async fn events_in_a_plain_directory_arrive_with_view_paths() {
         let host = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(host.path().join("lab/tmp")).unwrap();
-        let mut events = LabEvents::start(host.path().to_path_buf(), Path::new("/lab"), Instant::now()).unwrap();
+        let mut events =
+            LabEvents::start(host.path().to_path_buf(), Path::new("/lab"), Instant::now()).unwrap();
         std::fs::write(host.path().join("lab/tmp/a"), "x").unwrap();
         std::fs::create_dir(host.path().join("lab/new")).unwrap();
         let mut seen = Vec::new();
@@ -208,8 +244,14 @@ mod tests {
                 break;
             }
         }
-        assert!(seen.contains(&(FsEventKind::Create, PathBuf::from("/lab/tmp/a"))), "{seen:?}");
-        assert!(seen.contains(&(FsEventKind::CloseWrite, PathBuf::from("/lab/tmp/a"))), "{seen:?}");
+        assert!(
+            seen.contains(&(FsEventKind::Create, PathBuf::from("/lab/tmp/a"))),
+            "{seen:?}"
+        );
+        assert!(
+            seen.contains(&(FsEventKind::CloseWrite, PathBuf::from("/lab/tmp/a"))),
+            "{seen:?}"
+        );
         assert_eq!(events.dropped(), 0);
     }
 }

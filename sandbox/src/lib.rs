@@ -33,5 +33,9 @@ pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
 pub use message::Stage;
 pub use rundir::RunDirError;
-pub use sandbox::{LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination};
-pub use witness::{FileDigest, FsChange, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError, WitnessReport};
+pub use sandbox::{
+    LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
+};
+pub use witness::{
+    FileDigest, FsChange, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError, WitnessReport,
+};

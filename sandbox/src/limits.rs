@@ -52,30 +52,68 @@ pub struct InvalidLimit {
 impl Limits {
     /// Checks that every limit lets a small program start and still bounds the run.
     pub fn validate(&self) -> Result<(), InvalidLimit> {
-        let bad = |field, value: String, reason| Err(InvalidLimit { field, value, reason });
+        let bad = |field, value: String, reason| {
+            Err(InvalidLimit {
+                field,
+                value,
+                reason,
+            })
+        };
         if self.memory_bytes < 8 << 20 {
-            return bad("memory_bytes", self.memory_bytes.to_string(), "below 8 MiB no interpreter starts");
+            return bad(
+                "memory_bytes",
+                self.memory_bytes.to_string(),
+                "below 8 MiB no interpreter starts",
+            );
         }
         if self.pids < 4 {
-            return bad("pids", self.pids.to_string(), "the sandbox's init and the program need at least 4");
+            return bad(
+                "pids",
+                self.pids.to_string(),
+                "the sandbox's init and the program need at least 4",
+            );
         }
         if !self.cpu_cores.is_finite() || self.cpu_cores < 0.01 || self.cpu_cores > 1024.0 {
-            return bad("cpu_cores", self.cpu_cores.to_string(), "must be between 0.01 and 1024 cores");
+            return bad(
+                "cpu_cores",
+                self.cpu_cores.to_string(),
+                "must be between 0.01 and 1024 cores",
+            );
         }
         if self.cpu_time < Duration::from_secs(1) {
-            return bad("cpu_time", format!("{:?}", self.cpu_time), "RLIMIT_CPU counts whole seconds; at least 1 s");
+            return bad(
+                "cpu_time",
+                format!("{:?}", self.cpu_time),
+                "RLIMIT_CPU counts whole seconds; at least 1 s",
+            );
         }
         if self.wall_clock.is_zero() {
-            return bad("wall_clock", format!("{:?}", self.wall_clock), "a run needs some time");
+            return bad(
+                "wall_clock",
+                format!("{:?}", self.wall_clock),
+                "a run needs some time",
+            );
         }
         if self.write_bytes < 1 << 20 {
-            return bad("write_bytes", self.write_bytes.to_string(), "the upper layer needs at least 1 MiB");
+            return bad(
+                "write_bytes",
+                self.write_bytes.to_string(),
+                "the upper layer needs at least 1 MiB",
+            );
         }
         if self.write_inodes < 64 {
-            return bad("write_inodes", self.write_inodes.to_string(), "the lab alone needs dozens of inodes");
+            return bad(
+                "write_inodes",
+                self.write_inodes.to_string(),
+                "the lab alone needs dozens of inodes",
+            );
         }
         if self.open_files < 16 {
-            return bad("open_files", self.open_files.to_string(), "stdio and a runtime need at least 16");
+            return bad(
+                "open_files",
+                self.open_files.to_string(),
+                "stdio and a runtime need at least 16",
+            );
         }
         Ok(())
     }
@@ -100,25 +138,85 @@ mod tests {
     #[test]
     fn nonsense_limits_name_the_field_and_value() {
         let cases: Vec<(Limits, &str)> = vec![
-            (Limits { memory_bytes: 0, ..Limits::default() }, "memory_bytes = 0"),
-            (Limits { pids: 1, ..Limits::default() }, "pids = 1"),
-            (Limits { cpu_cores: f64::NAN, ..Limits::default() }, "cpu_cores = NaN"),
-            (Limits { cpu_cores: -1.0, ..Limits::default() }, "cpu_cores = -1"),
-            (Limits { wall_clock: Duration::ZERO, ..Limits::default() }, "wall_clock = 0ns"),
-            (Limits { write_bytes: 10, ..Limits::default() }, "write_bytes = 10"),
-            (Limits { cpu_time: Duration::from_millis(10), ..Limits::default() }, "cpu_time = 10ms"),
-            (Limits { write_inodes: 0, ..Limits::default() }, "write_inodes = 0"),
-            (Limits { open_files: 3, ..Limits::default() }, "open_files = 3"),
+            (
+                Limits {
+                    memory_bytes: 0,
+                    ..Limits::default()
+                },
+                "memory_bytes = 0",
+            ),
+            (
+                Limits {
+                    pids: 1,
+                    ..Limits::default()
+                },
+                "pids = 1",
+            ),
+            (
+                Limits {
+                    cpu_cores: f64::NAN,
+                    ..Limits::default()
+                },
+                "cpu_cores = NaN",
+            ),
+            (
+                Limits {
+                    cpu_cores: -1.0,
+                    ..Limits::default()
+                },
+                "cpu_cores = -1",
+            ),
+            (
+                Limits {
+                    wall_clock: Duration::ZERO,
+                    ..Limits::default()
+                },
+                "wall_clock = 0ns",
+            ),
+            (
+                Limits {
+                    write_bytes: 10,
+                    ..Limits::default()
+                },
+                "write_bytes = 10",
+            ),
+            (
+                Limits {
+                    cpu_time: Duration::from_millis(10),
+                    ..Limits::default()
+                },
+                "cpu_time = 10ms",
+            ),
+            (
+                Limits {
+                    write_inodes: 0,
+                    ..Limits::default()
+                },
+                "write_inodes = 0",
+            ),
+            (
+                Limits {
+                    open_files: 3,
+                    ..Limits::default()
+                },
+                "open_files = 3",
+            ),
         ];
         for (limits, expected) in cases {
             let message = limits.validate().unwrap_err().to_string();
-            assert!(message.contains(expected), "{message:?} does not name {expected:?}");
+            assert!(
+                message.contains(expected),
+                "{message:?} does not name {expected:?}"
+            );
         }
     }
 
     #[test]
     fn cpu_quota_scales_with_cores() {
-        let limits = Limits { cpu_cores: 0.5, ..Limits::default() };
+        let limits = Limits {
+            cpu_cores: 0.5,
+            ..Limits::default()
+        };
         assert_eq!(limits.cpu_quota_us(), 50_000);
     }
 }

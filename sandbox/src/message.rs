@@ -56,7 +56,10 @@ impl Stage {
     ];
 
     pub(crate) fn from_code(code: i32) -> Stage {
-        Stage::ALL.into_iter().find(|s| *s as i32 == code).unwrap_or(Stage::Unknown)
+        Stage::ALL
+            .into_iter()
+            .find(|s| *s as i32 == code)
+            .unwrap_or(Stage::Unknown)
     }
 }
 
@@ -127,7 +130,8 @@ impl Message {
     }
 
     pub(crate) fn decode(bytes: &[u8; MESSAGE_LEN]) -> Option<Message> {
-        let word = |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let word =
+            |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
         let (a, b) = (word(4), word(8));
         Some(match word(0) {
             1 => Message::InitPid(a),

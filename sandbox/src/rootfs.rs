@@ -43,14 +43,29 @@ pub(crate) fn overlay_options(lab_layer: &Path, lower: &Path, upper: &Path, work
 pub(crate) fn enter(plan: &RootfsPlan) -> Result<(), (Stage, Errno)> {
     let none = None::<&str>;
     let at = |stage| move |errno| (stage, errno);
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(at(Stage::MountPrivate))?;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(at(Stage::MountPrivate))?;
     let merged = &plan.merged;
-    mount(Some("overlay"), merged, Some("overlay"), MsFlags::empty(), Some(plan.overlay_options.as_str()))
-        .map_err(at(Stage::MountOverlay))?;
+    mount(
+        Some("overlay"),
+        merged,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(plan.overlay_options.as_str()),
+    )
+    .map_err(at(Stage::MountOverlay))?;
     mount_proc(&merged.join("proc")).map_err(at(Stage::MountProc))?;
     mount_dev(&merged.join("dev")).map_err(at(Stage::MountDev))?;
-    let sys_flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    mount(Some("sysfs"), &merged.join("sys"), Some("sysfs"), sys_flags, none).map_err(at(Stage::MountSys))?;
+    let sys_flags =
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(
+        Some("sysfs"),
+        &merged.join("sys"),
+        Some("sysfs"),
+        sys_flags,
+        none,
+    )
+    .map_err(at(Stage::MountSys))?;
     pivot(merged).map_err(at(Stage::PivotRoot))
 }
 
@@ -68,21 +83,50 @@ fn mount_proc(target: &Path) -> Result<(), Errno> {
 
 fn mount_dev(target: &Path) -> Result<(), Errno> {
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
-    mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(DEV_OPTIONS))?;
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        flags,
+        Some(DEV_OPTIONS),
+    )?;
     for device in DEVICES {
         let node = target.join(device);
         File::create(&node).map_err(errno)?;
-        mount(Some(&Path::new("/dev").join(device)), &node, None::<&str>, MsFlags::MS_BIND, None::<&str>)?;
+        mount(
+            Some(&Path::new("/dev").join(device)),
+            &node,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )?;
     }
-    for (link, to) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
         symlink(to, target.join(link)).map_err(errno)?;
     }
     // Read-only so /dev is no unwitnessed place to write; the device binds keep their own flags.
-    mount(None::<&str>, target, None::<&str>, MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags, Some(DEV_OPTIONS))
+    mount(
+        None::<&str>,
+        target,
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+        Some(DEV_OPTIONS),
+    )
 }
 
 fn read_only_bind(source: &Path, target: &Path, flags: MsFlags) -> Result<(), Errno> {
-    mount(Some(source), target, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)?;
+    mount(
+        Some(source),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )?;
     let remount = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
     mount(None::<&str>, target, None::<&str>, remount, None::<&str>)
 }
@@ -105,7 +149,12 @@ mod tests {
 
     #[test]
     fn overlay_options_put_the_lab_above_the_host_and_fix_features() {
-        let options = overlay_options(Path::new("/r/lab"), Path::new("/r/lower"), Path::new("/r/upper"), Path::new("/r/work"));
+        let options = overlay_options(
+            Path::new("/r/lab"),
+            Path::new("/r/lower"),
+            Path::new("/r/upper"),
+            Path::new("/r/work"),
+        );
         assert!(options.starts_with("lowerdir=/r/lab:/r/lower,upperdir=/r/upper,workdir=/r/work"));
         // Without these the upper layer would not describe every change by itself.
         for feature in ["redirect_dir=off", "metacopy=off", "index=off"] {

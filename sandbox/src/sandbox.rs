@@ -40,7 +40,9 @@ pub enum SandboxError {
     Limit(#[from] InvalidLimit),
     #[error(transparent)]
     Lab(#[from] LabError),
-    #[error("the sandbox needs root for namespaces, mounts and cgroups; this process runs as uid {uid}")]
+    #[error(
+        "the sandbox needs root for namespaces, mounts and cgroups; this process runs as uid {uid}"
+    )]
     NotRoot { uid: u32 },
     #[error("a sandbox must be spawned inside a tokio runtime")]
     NoRuntime,
@@ -119,7 +121,10 @@ impl Sandbox {
             env: Vec::new(),
             lab: Lab::new(),
             limits: Limits::default(),
-            run_as: RunAs::User { uid: 65534, gid: 65534 },
+            run_as: RunAs::User {
+                uid: 65534,
+                gid: 65534,
+            },
             run_root: PathBuf::from("/run/vac"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             hostname: "vac-sandbox".into(),
@@ -191,7 +196,9 @@ impl Sandbox {
         let id = format!("run-{}", nonce());
         let mut guard = Guard::new(id.clone(), config.keep);
 
-        let run_dir = guard.run_dir.insert(RunDir::create(&config.run_root, &id, &config.limits)?);
+        let run_dir = guard
+            .run_dir
+            .insert(RunDir::create(&config.run_root, &id, &config.limits)?);
         let (uid, gid) = match config.run_as {
             RunAs::User { uid, gid } => (uid, gid),
             RunAs::RootWithoutCapabilities => (0, 0),
@@ -200,7 +207,11 @@ impl Sandbox {
         run_dir.reserve_lab(&config.limits)?;
         let view = config.lab.view();
         let env = self.environment(&view);
-        let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
+        let path_var = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         let layers = [run_dir.lab_layer(), run_dir.lower()];
         let program = resolve(&config.command[0], &path_var, &view.work(), &layers)?;
         let marker = Marker {
@@ -211,14 +222,22 @@ impl Sandbox {
             cgroup_procs: Vec::new(),
             rootfs: RootfsPlan {
                 merged: run_dir.merged(),
-                overlay_options: rootfs::overlay_options(&layers[0], &layers[1], &run_dir.upper(), &run_dir.work()),
+                overlay_options: rootfs::overlay_options(
+                    &layers[0],
+                    &layers[1],
+                    &run_dir.upper(),
+                    &run_dir.work(),
+                ),
             },
             hostname: config.hostname.clone(),
             marker_path: marker.path.clone(),
             marker_content: marker.content.clone(),
             program: c_string(program.as_os_str()),
             argv: config.command.iter().map(|a| c_string(a)).collect(),
-            envp: env.iter().map(|(k, v)| c_string(&[k.as_os_str(), v.as_os_str()].join(OsStr::new("=")))).collect(),
+            envp: env
+                .iter()
+                .map(|(k, v)| c_string(&[k.as_os_str(), v.as_os_str()].join(OsStr::new("="))))
+                .collect(),
             cwd: view.work(),
             uid,
             gid,
@@ -230,16 +249,30 @@ impl Sandbox {
         };
         let roots = CgroupRoots::detect(&config.cgroup_root)?;
         let cgroup = guard.cgroup.insert(roots.create(&id, &config.limits)?);
-        let plan = ChildPlan { cgroup_procs: cgroup.procs_files(), ..plan };
+        let plan = ChildPlan {
+            cgroup_procs: cgroup.procs_files(),
+            ..plan
+        };
 
-        let pipe = |what| nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| SandboxError::Host { what, errno });
+        let pipe = |what| {
+            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| SandboxError::Host { what, errno })
+        };
         let (ctl_read, ctl_write) = pipe("create the control pipe")?;
         let (status_read, status_write) = pipe("create the status pipe")?;
         let (stdin_read, stdin_write) = pipe("create the stdin pipe")?;
         let (stdout_read, stdout_write) = pipe("create the stdout pipe")?;
         let (stderr_read, stderr_write) = pipe("create the stderr pipe")?;
-        let fds = ChildFds { ctl: ctl_read, status: status_write, stdin: stdin_read, stdout: stdout_write, stderr: stderr_write };
-        match sys::fork().map_err(|errno| SandboxError::Host { what: "fork the sandbox monitor", errno })? {
+        let fds = ChildFds {
+            ctl: ctl_read,
+            status: status_write,
+            stdin: stdin_read,
+            stdout: stdout_write,
+            stderr: stderr_write,
+        };
+        match sys::fork().map_err(|errno| SandboxError::Host {
+            what: "fork the sandbox monitor",
+            errno,
+        })? {
             ForkResult::Child => stages::monitor(&plan, fds),
             ForkResult::Parent { child } => guard.monitor = Some(child),
         }
@@ -252,33 +285,64 @@ impl Sandbox {
             match read_message(&status_read, deadline, "setting up the sandbox")? {
                 Message::InitPid(pid) => init_pid = Some(Pid::from_raw(pid)),
                 Message::Ready => ready = true,
-                Message::Failed(stage, errno) => return Err(SandboxError::Setup { stage, errno: Errno::from_raw(errno) }),
-                _ => return Err(SandboxError::Lost { waiting_for: "setting up the sandbox" }),
+                Message::Failed(stage, errno) => {
+                    return Err(SandboxError::Setup {
+                        stage,
+                        errno: Errno::from_raw(errno),
+                    });
+                }
+                _ => {
+                    return Err(SandboxError::Lost {
+                        waiting_for: "setting up the sandbox",
+                    });
+                }
             }
         }
         let init_pid = init_pid.unwrap_or(Pid::from_raw(0));
-        let pidfd = sys::pidfd_open(init_pid).map_err(|errno| SandboxError::Host { what: "open a pidfd on the sandbox init", errno })?;
+        let pidfd = sys::pidfd_open(init_pid).map_err(|errno| SandboxError::Host {
+            what: "open a pidfd on the sandbox init",
+            errno,
+        })?;
         guard.init = Some(Arc::new(pidfd));
         let host_root = PathBuf::from(format!("/proc/{init_pid}/root"));
-        let events = LabEvents::start(host_root, view.root(), started).map_err(SandboxError::Events)?;
+        let events =
+            LabEvents::start(host_root, view.root(), started).map_err(SandboxError::Events)?;
         guard.events_close = Some(events.closer());
 
         write_go(guard.ctl.as_ref())?;
         let marker_errno = match read_message(&status_read, deadline, "writing the marker")? {
             Message::Marker(errno) => errno,
-            _ => return Err(SandboxError::Lost { waiting_for: "writing the marker" }),
+            _ => {
+                return Err(SandboxError::Lost {
+                    waiting_for: "writing the marker",
+                });
+            }
         };
         let program_pid = match read_message(&status_read, deadline, "starting the program")? {
             Message::Started(pid) => pid,
             Message::Failed(stage, errno) => {
                 let command = config.command[0].to_string_lossy().into_owned();
-                return Err(SandboxError::Start { command, stage, errno: Errno::from_raw(errno) });
+                return Err(SandboxError::Start {
+                    command,
+                    stage,
+                    errno: Errno::from_raw(errno),
+                });
             }
-            _ => return Err(SandboxError::Lost { waiting_for: "starting the program" }),
+            _ => {
+                return Err(SandboxError::Lost {
+                    waiting_for: "starting the program",
+                });
+            }
         };
 
-        let host = |what| move |e: std::io::Error| SandboxError::Host { what, errno: io_errno(&e) };
-        let (termination, wall_clock_hit) = guard.watch(status_read, config.limits.wall_clock)
+        let host = |what| {
+            move |e: std::io::Error| SandboxError::Host {
+                what,
+                errno: io_errno(&e),
+            }
+        };
+        let (termination, wall_clock_hit) = guard
+            .watch(status_read, config.limits.wall_clock)
             .map_err(host("watch the sandbox's status pipe"))?;
         Ok(Running {
             id,
@@ -286,9 +350,17 @@ impl Sandbox {
             view,
             init_pid,
             program_pid,
-            stdin: Some(pipe::Sender::from_owned_fd(stdin_write).map_err(host("adopt the stdin pipe"))?),
-            stdout: Some(pipe::Receiver::from_owned_fd(stdout_read).map_err(host("adopt the stdout pipe"))?),
-            stderr: Some(pipe::Receiver::from_owned_fd(stderr_read).map_err(host("adopt the stderr pipe"))?),
+            stdin: Some(
+                pipe::Sender::from_owned_fd(stdin_write).map_err(host("adopt the stdin pipe"))?,
+            ),
+            stdout: Some(
+                pipe::Receiver::from_owned_fd(stdout_read)
+                    .map_err(host("adopt the stdout pipe"))?,
+            ),
+            stderr: Some(
+                pipe::Receiver::from_owned_fd(stderr_read)
+                    .map_err(host("adopt the stderr pipe"))?,
+            ),
             events: Some(events),
             termination,
             wall_clock_hit,
@@ -387,6 +459,15 @@ impl Running {
         *self.termination.borrow()
     }
 
+    /// How often the kernel has refused the run something so far.
+    pub fn limit_hits(&self) -> LimitHits {
+        self.guard
+            .cgroup
+            .as_ref()
+            .map(LimitHits::of)
+            .unwrap_or_default()
+    }
+
     /// Waits until the program ends or the wall-clock limit kills the run.
     pub async fn wait(&mut self) -> Termination {
         match self.termination.wait_for(Option::is_some).await {
@@ -400,7 +481,9 @@ impl Running {
         let termination = self.termination();
         let killed = self.guard.kill();
         let termination = match termination {
-            None if self.wall_clock_hit.load(Ordering::SeqCst) => Some(Termination::WallClockExceeded),
+            None if self.wall_clock_hit.load(Ordering::SeqCst) => {
+                Some(Termination::WallClockExceeded)
+            }
             other => other,
         };
         let stopped = Stopped {
@@ -420,6 +503,15 @@ impl Running {
 pub struct LimitHits {
     pub pids: u64,
     pub memory: u64,
+}
+
+impl LimitHits {
+    fn of(cgroup: &Cgroup) -> LimitHits {
+        LimitHits {
+            pids: cgroup.pids_limit_hits().unwrap_or(0),
+            memory: cgroup.memory_limit_hits().unwrap_or(0),
+        }
+    }
 }
 
 /// A run whose processes are all gone; its upper layer is still there for the witness.
@@ -457,11 +549,19 @@ impl Stopped {
     }
     /// The run directory on the host.
     pub fn run_dir(&self) -> PathBuf {
-        self.guard.run_dir.as_ref().map(|d| d.path().to_path_buf()).unwrap_or_default()
+        self.guard
+            .run_dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default()
     }
     /// The lower layers the overlay was built from, topmost first.
     pub fn lower_dirs(&self) -> Vec<PathBuf> {
-        self.guard.run_dir.as_ref().map(|d| vec![d.lab_layer(), d.lower()]).unwrap_or_default()
+        self.guard
+            .run_dir
+            .as_ref()
+            .map(|d| vec![d.lab_layer(), d.lower()])
+            .unwrap_or_default()
     }
     /// The fs write witness of this run, expecting the run's marker.
     pub fn witness(&self) -> OverlayWitness {
@@ -525,7 +625,11 @@ impl Guard {
                 let _ = sender.send(Some(ended));
             }
             if sender.borrow().is_none() {
-                let lost = if reader_hit.load(Ordering::SeqCst) { Termination::WallClockExceeded } else { Termination::Lost };
+                let lost = if reader_hit.load(Ordering::SeqCst) {
+                    Termination::WallClockExceeded
+                } else {
+                    Termination::Lost
+                };
                 let _ = sender.send(Some(lost));
             }
         }));
@@ -546,7 +650,12 @@ impl Guard {
         if let Some(pidfd) = self.init.take() {
             match sys::pidfd_send_signal(pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL) {
                 Ok(()) | Err(Errno::ESRCH) => {}
-                Err(errno) => return Err(SandboxError::Host { what: "kill the sandbox init", errno }),
+                Err(errno) => {
+                    return Err(SandboxError::Host {
+                        what: "kill the sandbox init",
+                        errno,
+                    });
+                }
             }
         }
         if let Some(monitor) = self.monitor.take() {
@@ -562,17 +671,19 @@ impl Guard {
         for task in self.tasks.drain(..) {
             task.abort();
         }
-        let Some(cgroup) = self.cgroup.take() else { return Ok(()) };
-        self.limit_hits = LimitHits {
-            pids: cgroup.pids_limit_hits().unwrap_or(0),
-            memory: cgroup.memory_limit_hits().unwrap_or(0),
+        let Some(cgroup) = self.cgroup.take() else {
+            return Ok(());
         };
+        self.limit_hits = LimitHits::of(&cgroup);
         let survivors = cgroup.pids()?;
         for pid in &survivors {
             let _ = nix::sys::signal::kill(Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
         }
         if !survivors.is_empty() {
-            return Err(SandboxError::Survivors { run: self.id.clone(), pids: survivors });
+            return Err(SandboxError::Survivors {
+                run: self.id.clone(),
+                pids: survivors,
+            });
         }
         cgroup.remove()?;
         Ok(())
@@ -600,53 +711,94 @@ impl Drop for Guard {
     }
 }
 
-fn read_message(fd: &OwnedFd, deadline: Instant, waiting_for: &'static str) -> Result<Message, SandboxError> {
+fn read_message(
+    fd: &OwnedFd,
+    deadline: Instant,
+    waiting_for: &'static str,
+) -> Result<Message, SandboxError> {
     let lost = SandboxError::Lost { waiting_for };
     let mut bytes = [0u8; MESSAGE_LEN];
     let mut filled = 0;
     while filled < MESSAGE_LEN {
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let timeout = PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::ZERO);
+        let timeout = PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32)
+            .unwrap_or(PollTimeout::ZERO);
         let mut polled = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
         match poll(&mut polled, timeout) {
             Ok(0) => return Err(lost),
             Err(Errno::EINTR) => continue,
-            Err(errno) => return Err(SandboxError::Host { what: "poll the status pipe", errno }),
+            Err(errno) => {
+                return Err(SandboxError::Host {
+                    what: "poll the status pipe",
+                    errno,
+                });
+            }
             Ok(_) => {}
         }
         match nix::unistd::read(fd.as_fd(), &mut bytes[filled..]) {
             Ok(0) => return Err(lost),
             Ok(n) => filled += n,
             Err(Errno::EINTR) => {}
-            Err(errno) => return Err(SandboxError::Host { what: "read the status pipe", errno }),
+            Err(errno) => {
+                return Err(SandboxError::Host {
+                    what: "read the status pipe",
+                    errno,
+                });
+            }
         }
     }
     Message::decode(&bytes).ok_or(lost)
 }
 
 fn write_go(ctl: Option<&OwnedFd>) -> Result<(), SandboxError> {
-    let Some(ctl) = ctl else { return Err(SandboxError::Lost { waiting_for: "starting the program" }) };
-    nix::unistd::write(ctl.as_fd(), b"G").map(drop).map_err(|errno| SandboxError::Host { what: "signal the sandbox init", errno })
+    let Some(ctl) = ctl else {
+        return Err(SandboxError::Lost {
+            waiting_for: "starting the program",
+        });
+    };
+    nix::unistd::write(ctl.as_fd(), b"G")
+        .map(drop)
+        .map_err(|errno| SandboxError::Host {
+            what: "signal the sandbox init",
+            errno,
+        })
 }
 
 /// Finds `command` as the sandbox will see it: in the lab layer or the host root, along PATH
 /// when it has no slash.
-fn resolve(command: &OsStr, path_var: &OsStr, cwd: &Path, layers: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+fn resolve(
+    command: &OsStr,
+    path_var: &OsStr,
+    cwd: &Path,
+    layers: &[PathBuf],
+) -> Result<PathBuf, SandboxError> {
     let executable = |view: &Path| {
         let rel = view.strip_prefix("/").unwrap_or(view);
         layers.iter().any(|layer| {
-            std::fs::metadata(layer.join(rel)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(layer.join(rel))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     };
     let candidates: Vec<PathBuf> = if command.as_bytes().contains(&b'/') {
         vec![cwd.join(command)]
     } else {
-        std::env::split_paths(path_var).filter(|dir| dir.is_absolute()).map(|dir| dir.join(command)).collect()
+        std::env::split_paths(path_var)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join(command))
+            .collect()
     };
-    candidates.iter().find(|c| executable(c)).cloned().ok_or_else(|| SandboxError::CommandNotFound {
-        command: command.to_string_lossy().into_owned(),
-        searched: candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", "),
-    })
+    candidates
+        .iter()
+        .find(|c| executable(c))
+        .cloned()
+        .ok_or_else(|| SandboxError::CommandNotFound {
+            command: command.to_string_lossy().into_owned(),
+            searched: candidates
+                .iter()
+                .map(|c| c.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 fn c_string(value: &OsStr) -> CString {
@@ -661,8 +813,12 @@ fn nonce() -> String {
     let mut bytes = [0u8; 8];
     if getrandom::fill(&mut bytes).is_err() {
         // Names only need to be unique on this host: time, pid and a counter are.
-        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let mix = time.as_nanos() as u64 ^ (u64::from(std::process::id()) << 40) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mix = time.as_nanos() as u64
+            ^ (u64::from(std::process::id()) << 40)
+            ^ COUNTER.fetch_add(1, Ordering::Relaxed);
         bytes = mix.to_le_bytes();
     }
     hex::encode(bytes)
@@ -678,7 +834,9 @@ mod tests {
 
     #[test]
     fn empty_command_is_rejected() {
-        let error = Sandbox::builder(Vec::<OsString>::new()).build().unwrap_err();
+        let error = Sandbox::builder(Vec::<OsString>::new())
+            .build()
+            .unwrap_err();
         assert!(matches!(error, SandboxError::EmptyCommand));
     }
 
@@ -687,13 +845,32 @@ mod tests {
         let layer = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(layer.path().join("opt/bin")).unwrap();
         std::fs::write(layer.path().join("opt/bin/tool"), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(layer.path().join("opt/bin/tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(
+            layer.path().join("opt/bin/tool"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         let layers = [layer.path().to_path_buf()];
-        let found = resolve(OsStr::new("tool"), OsStr::new("/usr/bin:/opt/bin"), Path::new("/lab/work"), &layers).unwrap();
+        let found = resolve(
+            OsStr::new("tool"),
+            OsStr::new("/usr/bin:/opt/bin"),
+            Path::new("/lab/work"),
+            &layers,
+        )
+        .unwrap();
         assert_eq!(found, Path::new("/opt/bin/tool"));
-        let error = resolve(OsStr::new("nope"), OsStr::new("/usr/bin:/opt/bin"), Path::new("/lab/work"), &layers).unwrap_err();
+        let error = resolve(
+            OsStr::new("nope"),
+            OsStr::new("/usr/bin:/opt/bin"),
+            Path::new("/lab/work"),
+            &layers,
+        )
+        .unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("\"nope\"") && message.contains("/opt/bin/nope"), "{message}");
+        assert!(
+            message.contains("\"nope\"") && message.contains("/opt/bin/nope"),
+            "{message}"
+        );
     }
 
     #[test]

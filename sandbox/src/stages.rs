@@ -91,7 +91,10 @@ pub(crate) fn monitor(plan: &ChildPlan, fds: ChildFds) -> ! {
     let pid = nix::unistd::getpid().to_string();
     for procs in &plan.cgroup_procs {
         if let Err(e) = std::fs::write(procs, &pid) {
-            fail(Stage::JoinCgroup, Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)));
+            fail(
+                Stage::JoinCgroup,
+                Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            );
         }
     }
     let namespaces = CloneFlags::CLONE_NEWNS
@@ -162,14 +165,17 @@ fn init(plan: &ChildPlan) -> ! {
     if !matches!(nix::unistd::read(fd(CTL_FD), &mut go), Ok(1)) || go[0] != b'G' {
         sys::exit_now(0);
     }
-    send(Message::Marker(write_marker(plan).map_or_else(|e| e as i32, |()| 0)));
+    send(Message::Marker(
+        write_marker(plan).map_or_else(|e| e as i32, |()| 0),
+    ));
 
     let mut sigchld = SigSet::empty();
     sigchld.add(Signal::SIGCHLD);
     if let Err(errno) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&sigchld), None) {
         fail(Stage::ForkProgram, errno);
     }
-    let signals = SignalFd::with_flags(&sigchld, SfdFlags::SFD_CLOEXEC).unwrap_or_else(|e| fail(Stage::ForkProgram, e));
+    let signals = SignalFd::with_flags(&sigchld, SfdFlags::SFD_CLOEXEC)
+        .unwrap_or_else(|e| fail(Stage::ForkProgram, e));
     let program = start_program(plan);
     // Readers of the program's output see EOF when the program's tree closes it, not never.
     for raw in STDIO_FDS {
@@ -183,14 +189,17 @@ fn write_marker(plan: &ChildPlan) -> Result<(), Errno> {
     std::fs::write(&plan.marker_path, &plan.marker_content).map_err(to_errno)?;
     // Read it back so an open-event watcher sees the marker opened, too.
     let mut content = Vec::new();
-    File::open(&plan.marker_path).and_then(|mut f| f.read_to_end(&mut content)).map_err(to_errno)?;
+    File::open(&plan.marker_path)
+        .and_then(|mut f| f.read_to_end(&mut content))
+        .map_err(to_errno)?;
     Ok(())
 }
 
 /// Forks the program and waits until exec has succeeded (the close-on-exec error pipe
 /// closes) or a stage has failed (the pipe carries it).
 fn start_program(plan: &ChildPlan) -> Pid {
-    let (error_read, error_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap_or_else(|e| fail(Stage::ForkProgram, e));
+    let (error_read, error_write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap_or_else(|e| fail(Stage::ForkProgram, e));
     match sys::fork() {
         Err(errno) => fail(Stage::ForkProgram, errno),
         Ok(ForkResult::Child) => {
@@ -210,7 +219,9 @@ fn start_program(plan: &ChildPlan) -> Pid {
                 }
             }
             if filled == report.len() {
-                let stage = Stage::from_code(i32::from_le_bytes([report[0], report[1], report[2], report[3]]));
+                let stage = Stage::from_code(i32::from_le_bytes([
+                    report[0], report[1], report[2], report[3],
+                ]));
                 let errno = i32::from_le_bytes([report[4], report[5], report[6], report[7]]);
                 let _ = waitpid(child, None);
                 fail(stage, Errno::from_raw(errno));
@@ -225,7 +236,10 @@ fn start_program(plan: &ChildPlan) -> Pid {
 /// control pipe closes.
 fn supervise(program: Pid, signals: &SignalFd) -> ! {
     loop {
-        let mut polled = [PollFd::new(fd(CTL_FD), PollFlags::POLLIN), PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        let mut polled = [
+            PollFd::new(fd(CTL_FD), PollFlags::POLLIN),
+            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+        ];
         match poll(&mut polled, PollTimeout::NONE) {
             Err(Errno::EINTR) => continue,
             Err(_) => sys::exit_now(1),
@@ -250,7 +264,9 @@ fn reap(program: Pid) {
     loop {
         match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) if pid == program => send(Message::Exited(code)),
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == program => send(Message::Signaled(signal as i32)),
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == program => {
+                send(Message::Signaled(signal as i32))
+            }
             Ok(WaitStatus::StillAlive) | Err(_) => return,
             Ok(_) => {}
         }
@@ -312,7 +328,10 @@ fn drop_privileges(plan: &ChildPlan) -> Result<(), Errno> {
     nix::unistd::setresuid(uid, uid, uid)?;
     caps::clear(None, CapSet::Effective).map_err(caps_errno)?;
     caps::clear(None, CapSet::Permitted).map_err(caps_errno)?;
-    if !caps::read(None, CapSet::Permitted).map_err(caps_errno)?.is_empty() {
+    if !caps::read(None, CapSet::Permitted)
+        .map_err(caps_errno)?
+        .is_empty()
+    {
         return Err(Errno::EPERM);
     }
     Ok(())

@@ -59,7 +59,14 @@ pub(crate) fn close_from(first: RawFd) -> Result<(), Errno> {
     // SAFETY: close_range takes plain integers; closing descriptors this process no longer
     // needs cannot violate memory safety because the child owns no Rust object for them
     // (it runs straight to exec or to a loop that uses fixed, lower descriptor numbers).
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        )
+    };
     Errno::result(rc).map(drop)
 }
 

@@ -35,21 +35,42 @@ pub enum NodeKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FsChange {
     /// A file, directory or special node that did not exist before.
-    Created { path: PathBuf, kind: NodeKind, digest: Option<FileDigest>, mode: u32 },
+    Created {
+        path: PathBuf,
+        kind: NodeKind,
+        digest: Option<FileDigest>,
+        mode: u32,
+    },
     /// A file that existed and now has other content.
-    Modified { path: PathBuf, old: FileDigest, new: FileDigest },
+    Modified {
+        path: PathBuf,
+        old: FileDigest,
+        new: FileDigest,
+    },
     /// A node that existed and is gone (an overlay whiteout).
     Deleted { path: PathBuf, was: NodeKind },
     /// A file that vanished from `from` and appeared with the same content at `to`.
-    Renamed { from: PathBuf, to: PathBuf, digest: FileDigest },
+    Renamed {
+        from: PathBuf,
+        to: PathBuf,
+        digest: FileDigest,
+    },
     /// A directory whose lower contents were hidden wholesale (an opaque directory).
     DirReplaced { path: PathBuf },
     /// Permission bits changed.
     ModeChanged { path: PathBuf, old: u32, new: u32 },
     /// Owner or group changed.
-    OwnerChanged { path: PathBuf, old: (u32, u32), new: (u32, u32) },
+    OwnerChanged {
+        path: PathBuf,
+        old: (u32, u32),
+        new: (u32, u32),
+    },
     /// A symbolic link was created or repointed.
-    Symlink { path: PathBuf, target: PathBuf, previous: Option<PathBuf> },
+    Symlink {
+        path: PathBuf,
+        target: PathBuf,
+        previous: Option<PathBuf>,
+    },
 }
 
 impl FsChange {
@@ -79,8 +100,13 @@ pub struct Marker {
 /// Whether the witness saw the marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SelfTest {
-    Live { marker: PathBuf },
-    Blind { marker: PathBuf, reason: String },
+    Live {
+        marker: PathBuf,
+    },
+    Blind {
+        marker: PathBuf,
+        reason: String,
+    },
     /// No marker was written, so nothing backs a claim that the witness saw everything.
     NotRun,
 }
@@ -113,8 +139,12 @@ impl WitnessReport {
     pub fn require_live(&self) -> Result<(), WitnessError> {
         match &self.self_test {
             SelfTest::Live { .. } => Ok(()),
-            SelfTest::Blind { reason, .. } => Err(WitnessError::Blind { reason: reason.clone() }),
-            SelfTest::NotRun => Err(WitnessError::Blind { reason: "no marker was written".into() }),
+            SelfTest::Blind { reason, .. } => Err(WitnessError::Blind {
+                reason: reason.clone(),
+            }),
+            SelfTest::NotRun => Err(WitnessError::Blind {
+                reason: "no marker was written".into(),
+            }),
         }
     }
 }
@@ -130,7 +160,11 @@ pub struct OverlayWitness {
 impl OverlayWitness {
     /// `lowers` in overlay order: the topmost lower layer first.
     pub fn new(upper: impl Into<PathBuf>, lowers: Vec<PathBuf>) -> Self {
-        OverlayWitness { upper: upper.into(), lowers, marker: None }
+        OverlayWitness {
+            upper: upper.into(),
+            lowers,
+            marker: None,
+        }
     }
 
     /// The marker the walk must find for the self-test to pass.
@@ -141,10 +175,15 @@ impl OverlayWitness {
 
     /// Walks the upper layer and types every change.
     pub fn collect(&self) -> Result<WitnessReport, WitnessError> {
-        let mut walk = Walk { witness: self, changes: Vec::new(), visited: 0 };
+        let mut walk = Walk {
+            witness: self,
+            changes: Vec::new(),
+            visited: 0,
+        };
         if let Err(error) = walk.dir(Path::new(""), false) {
             // A missing upper layer is what a blinded witness looks like: no marker.
-            if !matches!(&error, WitnessError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound) {
+            if !matches!(&error, WitnessError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+            {
                 return Err(error);
             }
         }
@@ -152,11 +191,17 @@ impl OverlayWitness {
         self.pair_renames(&mut changes)?;
         let self_test = self.check_marker(&mut changes);
         changes.sort_by(|a, b| a.path().cmp(b.path()));
-        Ok(WitnessReport { changes, self_test, entries_visited: visited })
+        Ok(WitnessReport {
+            changes,
+            self_test,
+            entries_visited: visited,
+        })
     }
 
     fn check_marker(&self, changes: &mut Vec<FsChange>) -> SelfTest {
-        let Some(marker) = &self.marker else { return SelfTest::NotRun };
+        let Some(marker) = &self.marker else {
+            return SelfTest::NotRun;
+        };
         let expected = FileDigest {
             size: marker.content.len() as u64,
             blake3: blake3::hash(&marker.content).to_hex().to_string(),
@@ -167,7 +212,9 @@ impl OverlayWitness {
         match found {
             Some(index) => {
                 changes.remove(index);
-                SelfTest::Live { marker: marker.path.clone() }
+                SelfTest::Live {
+                    marker: marker.path.clone(),
+                }
             }
             None => SelfTest::Blind {
                 marker: marker.path.clone(),
@@ -184,16 +231,31 @@ impl OverlayWitness {
     fn pair_renames(&self, changes: &mut Vec<FsChange>) -> Result<(), WitnessError> {
         let mut created: HashMap<FileDigest, usize> = HashMap::new();
         for (index, change) in changes.iter().enumerate() {
-            if let FsChange::Created { kind: NodeKind::File, digest: Some(d), .. } = change {
+            if let FsChange::Created {
+                kind: NodeKind::File,
+                digest: Some(d),
+                ..
+            } = change
+            {
                 created.entry(d.clone()).or_insert(index);
             }
         }
         let sizes: Vec<u64> = created.keys().map(|d| d.size).collect();
         let mut renames = Vec::new();
         for (index, change) in changes.iter().enumerate() {
-            let FsChange::Deleted { path, was: NodeKind::File } = change else { continue };
-            let Some(lower) = self.lower_of(&relative(path)) else { continue };
-            let size = fs::symlink_metadata(&lower).map(|m| m.len()).unwrap_or(u64::MAX);
+            let FsChange::Deleted {
+                path,
+                was: NodeKind::File,
+            } = change
+            else {
+                continue;
+            };
+            let Some(lower) = self.lower_of(&relative(path)) else {
+                continue;
+            };
+            let size = fs::symlink_metadata(&lower)
+                .map(|m| m.len())
+                .unwrap_or(u64::MAX);
             // Hash a deleted file only when some created file could be its copy.
             if !sizes.contains(&size) {
                 continue;
@@ -218,7 +280,10 @@ impl OverlayWitness {
     }
 
     fn lower_of(&self, rel: &Path) -> Option<PathBuf> {
-        self.lowers.iter().map(|l| l.join(rel)).find(|p| fs::symlink_metadata(p).is_ok())
+        self.lowers
+            .iter()
+            .map(|l| l.join(rel))
+            .find(|p| fs::symlink_metadata(p).is_ok())
     }
 }
 
@@ -245,7 +310,11 @@ impl Walk<'_> {
         let upper = self.witness.upper.join(rel);
         let meta = fs::symlink_metadata(&upper).map_err(io_at(&upper))?;
         let path = Path::new("/").join(rel);
-        let lower = if hidden_lower { None } else { self.witness.lower_of(rel) };
+        let lower = if hidden_lower {
+            None
+        } else {
+            self.witness.lower_of(rel)
+        };
         let lower_meta = match &lower {
             Some(p) => Some(fs::symlink_metadata(p).map_err(io_at(p))?),
             None => None,
@@ -258,7 +327,10 @@ impl Walk<'_> {
         }
         let kind = kind_of(&meta);
         if lower_kind.is_some_and(|k| k != kind) {
-            self.changes.push(FsChange::Deleted { path: path.clone(), was: lower_kind.unwrap_or(NodeKind::Other) });
+            self.changes.push(FsChange::Deleted {
+                path: path.clone(),
+                was: lower_kind.unwrap_or(NodeKind::Other),
+            });
         }
         let same_kind_lower = lower_meta.filter(|m| kind_of(m) == kind);
         match kind {
@@ -267,7 +339,9 @@ impl Walk<'_> {
                     .map_err(|e| io_at(&upper)(e.into()))?
                     .is_some_and(|v| v == b"y");
                 match &same_kind_lower {
-                    Some(_) if opaque => self.changes.push(FsChange::DirReplaced { path: path.clone() }),
+                    Some(_) if opaque => self
+                        .changes
+                        .push(FsChange::DirReplaced { path: path.clone() }),
                     Some(old) => self.attributes(&path, old, &meta),
                     None => self.changes.push(created(path.clone(), kind, None, &meta)),
                 }
@@ -279,7 +353,11 @@ impl Walk<'_> {
                     (Some(lower), Some(old_meta)) => {
                         let old = digest(lower)?;
                         if old != new {
-                            self.changes.push(FsChange::Modified { path: path.clone(), old, new });
+                            self.changes.push(FsChange::Modified {
+                                path: path.clone(),
+                                old,
+                                new,
+                            });
                         }
                         self.attributes(&path, old_meta, &meta);
                     }
@@ -293,7 +371,11 @@ impl Walk<'_> {
                     _ => None,
                 };
                 if previous.as_ref() != Some(&target) {
-                    self.changes.push(FsChange::Symlink { path, target, previous });
+                    self.changes.push(FsChange::Symlink {
+                        path,
+                        target,
+                        previous,
+                    });
                 }
             }
             NodeKind::Other => self.changes.push(created(path, kind, None, &meta)),
@@ -304,17 +386,35 @@ impl Walk<'_> {
     fn attributes(&mut self, path: &Path, old: &fs::Metadata, new: &fs::Metadata) {
         let (old_mode, new_mode) = (old.mode() & 0o7777, new.mode() & 0o7777);
         if old_mode != new_mode {
-            self.changes.push(FsChange::ModeChanged { path: path.to_path_buf(), old: old_mode, new: new_mode });
+            self.changes.push(FsChange::ModeChanged {
+                path: path.to_path_buf(),
+                old: old_mode,
+                new: new_mode,
+            });
         }
         let (old_owner, new_owner) = ((old.uid(), old.gid()), (new.uid(), new.gid()));
         if old_owner != new_owner {
-            self.changes.push(FsChange::OwnerChanged { path: path.to_path_buf(), old: old_owner, new: new_owner });
+            self.changes.push(FsChange::OwnerChanged {
+                path: path.to_path_buf(),
+                old: old_owner,
+                new: new_owner,
+            });
         }
     }
 }
 
-fn created(path: PathBuf, kind: NodeKind, digest: Option<FileDigest>, meta: &fs::Metadata) -> FsChange {
-    FsChange::Created { path, kind, digest, mode: meta.mode() & 0o7777 }
+fn created(
+    path: PathBuf,
+    kind: NodeKind,
+    digest: Option<FileDigest>,
+    meta: &fs::Metadata,
+) -> FsChange {
+    FsChange::Created {
+        path,
+        kind,
+        digest,
+        mode: meta.mode() & 0o7777,
+    }
 }
 
 fn kind_of(meta: &fs::Metadata) -> NodeKind {
@@ -337,7 +437,8 @@ fn is_whiteout(path: &Path, meta: &fs::Metadata) -> Result<bool, WitnessError> {
         return Ok(true);
     }
     if meta.is_file() && meta.len() == 0 {
-        let attr = sys::lgetxattr(&c_path(path), c"trusted.overlay.whiteout").map_err(|e| io_at(path)(e.into()))?;
+        let attr = sys::lgetxattr(&c_path(path), c"trusted.overlay.whiteout")
+            .map_err(|e| io_at(path)(e.into()))?;
         return Ok(attr.is_some());
     }
     Ok(false)
@@ -348,7 +449,10 @@ fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
     let mut hasher = blake3::Hasher::new();
     hasher.update_reader(file).map_err(io_at(path))?;
     let size = fs::symlink_metadata(path).map_err(io_at(path))?.len();
-    Ok(FileDigest { size, blake3: hasher.finalize().to_hex().to_string() })
+    Ok(FileDigest {
+        size,
+        blake3: hasher.finalize().to_hex().to_string(),
+    })
 }
 
 fn relative(view: &Path) -> PathBuf {
@@ -361,5 +465,8 @@ fn c_path(path: &Path) -> CString {
 }
 
 fn io_at(path: &Path) -> impl Fn(io::Error) -> WitnessError + '_ {
-    move |source| WitnessError::Io { path: path.to_path_buf(), source }
+    move |source| WitnessError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }

@@ -55,8 +55,13 @@ pub fn host_hash(path: &Path) -> String {
 pub fn processes_in_pidns(pidns: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        if std::fs::read_link(format!("/proc/{pid}/ns/pid")).map(|l| l.to_string_lossy() == pidns).unwrap_or(false) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+            .map(|l| l.to_string_lossy() == pidns)
+            .unwrap_or(false)
+        {
             found.push(pid);
         }
     }
@@ -65,5 +70,10 @@ pub fn processes_in_pidns(pidns: &str) -> Vec<i32> {
 
 /// Changes whose path is under `prefix`, rendered one per line for assertion messages.
 pub fn render(report: &WitnessReport) -> String {
-    report.changes.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join("\n")
+    report
+        .changes
+        .iter()
+        .map(|c| format!("{c:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
