@@ -1,0 +1,295 @@
+//! Grading: a compiled contract and an observation in, one verdict per tool × graded
+//! clause out (SPEC §3.7), completeness checked.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::clause::Clause;
+use crate::compile::{CompiledContract, CompiledRule};
+use crate::graded::{ClauseSpec, GRADED};
+use crate::observation::{Call, Effect, Observation, SensorState, SensorStatus};
+use crate::verdict::{Cell, ErrorKind, SkipReason, Verdict};
+
+/// The verdict grid of one server, and the effects no cell could own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grades {
+    /// One cell per tool × graded clause: tools in contract order, clauses in `Clause` order.
+    pub cells: Vec<Cell>,
+    /// Effects no call window held. They cannot confirm a violation by any one tool, so
+    /// they are listed for reports rather than graded.
+    pub unattributed: Vec<Effect>,
+    /// Effects attributed to calls of tools the contract does not name (e.g. a tool that
+    /// appeared after the contract was derived).
+    pub uncontracted: Vec<Effect>,
+}
+
+/// The observation contradicts itself; grading it would give verdicts without a basis.
+#[derive(Debug, thiserror::Error)]
+pub enum GradeError {
+    /// Two calls share an index.
+    #[error("call index {index} appears twice in the observation")]
+    DuplicateCall {
+        /// The index.
+        index: usize,
+    },
+    /// An effect names a call that was not made.
+    #[error("effect on {path:?} is attributed to call {index}, which the observation lacks")]
+    UnknownCall {
+        /// The call index named.
+        index: usize,
+        /// The effect's path.
+        path: String,
+    },
+    /// The grid came out incomplete (a bug in the grader).
+    #[error("grading produced an incomplete grid")]
+    Incomplete(#[from] CompletenessError),
+}
+
+/// A verdict grid that is not exactly one cell per tool × graded clause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompletenessError {
+    /// A cell of the contract has no verdict.
+    #[error("no verdict for tool {tool:?} × {clause}")]
+    Missing {
+        /// The tool.
+        tool: String,
+        /// The clause.
+        clause: Clause,
+    },
+    /// A cell has more than one verdict.
+    #[error("{count} verdicts for tool {tool:?} × {clause}")]
+    Duplicate {
+        /// The tool.
+        tool: String,
+        /// The clause.
+        clause: Clause,
+        /// How many.
+        count: usize,
+    },
+    /// A verdict for a cell the contract does not have.
+    #[error("verdict for tool {tool:?} × {clause}, which the contract does not grade")]
+    Unexpected {
+        /// The tool.
+        tool: String,
+        /// The clause.
+        clause: Clause,
+    },
+}
+
+/// Grades every tool × graded clause of `contract` against `obs`.
+///
+/// Per cell, first match wins: nothing promised ⇒ skipped; no calls ⇒ skipped with the
+/// harness's reason or `not_called`; a forbidden effect attributed (in or after its window)
+/// to a call of the tool ⇒ confirmed, whatever else went wrong, since the evidence stands;
+/// a run error of the tool or of the whole run ⇒ errored (the first names the reason, all
+/// are evidence); a backing sensor blind, failed or without a self-test ⇒ errored
+/// `sensor_failed`, absent ⇒ skipped `capability_absent`; otherwise refuted.
+pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, GradeError> {
+    let mut calls: BTreeMap<usize, &Call> = BTreeMap::new();
+    for call in &obs.calls {
+        if calls.insert(call.index, call).is_some() {
+            return Err(GradeError::DuplicateCall { index: call.index });
+        }
+    }
+    let mut owned: Vec<(&str, &Effect)> = Vec::new();
+    let mut unattributed = Vec::new();
+    let mut uncontracted = Vec::new();
+    for effect in &obs.effects {
+        let Some(index) = effect.attribution.call_index() else {
+            unattributed.push(effect.clone());
+            continue;
+        };
+        let call = calls.get(&index).ok_or_else(|| GradeError::UnknownCall {
+            index,
+            path: effect.path.clone(),
+        })?;
+        if contract.tools().any(|tool| tool == call.tool) {
+            owned.push((&call.tool, effect));
+        } else {
+            uncontracted.push(effect.clone());
+        }
+    }
+
+    let ctx = Context { obs, calls, owned };
+    let mut cells = Vec::new();
+    for tool in contract.tools() {
+        for spec in GRADED {
+            let verdict = match contract.rule(tool, spec.clause) {
+                Some(rule) => ctx.cell(tool, spec, rule),
+                // `compile` guarantees a rule per graded clause; check_complete would
+                // report the hole, so leave it rather than invent a verdict.
+                None => continue,
+            };
+            cells.push(Cell {
+                tool: tool.to_owned(),
+                clause: spec.clause,
+                verdict,
+            });
+        }
+    }
+    let grades = Grades {
+        cells,
+        unattributed,
+        uncontracted,
+    };
+    grades.check_complete(contract)?;
+    Ok(grades)
+}
+
+struct Context<'a> {
+    obs: &'a Observation,
+    calls: BTreeMap<usize, &'a Call>,
+    /// Effects attributed to a call of a contracted tool, with that tool.
+    owned: Vec<(&'a str, &'a Effect)>,
+}
+
+impl Context<'_> {
+    fn cell(&self, tool: &str, spec: &ClauseSpec, rule: &CompiledRule) -> Verdict {
+        let basis = rule.basis.clone();
+        if rule.allowed.is_none() {
+            return skipped(SkipReason::NothingPromised, json!({ "basis": basis }));
+        }
+        let made = self.obs.calls.iter().filter(|c| c.tool == tool).count();
+        if made == 0 {
+            let reason = self
+                .obs
+                .not_called
+                .iter()
+                .find(|(name, _)| name == tool)
+                .map_or(SkipReason::NotCalled, |(_, reason)| *reason);
+            return skipped(reason, Value::Null);
+        }
+        let sensors: Vec<SensorStatus> = self
+            .obs
+            .sensors
+            .iter()
+            .filter(|s| spec.sensors.contains(&s.sensor))
+            .cloned()
+            .collect();
+
+        let forbidden: Vec<&Effect> = self
+            .owned
+            .iter()
+            .filter(|(owner, e)| {
+                *owner == tool && (spec.restricts)(e) && rule.allows(&e.path) == Some(false)
+            })
+            .map(|(_, e)| *e)
+            .collect();
+        if !forbidden.is_empty() {
+            let mut causes: Vec<usize> = forbidden
+                .iter()
+                .filter_map(|e| e.attribution.call_index())
+                .collect();
+            causes.sort_unstable();
+            causes.dedup();
+            return Verdict::Confirmed {
+                basis,
+                effects: forbidden.into_iter().cloned().collect(),
+                calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
+                control_subtracted: self
+                    .obs
+                    .control_subtracted
+                    .iter()
+                    .filter(|e| (spec.domain)(e))
+                    .cloned()
+                    .collect(),
+                sensors,
+            };
+        }
+
+        // Errors without a tool concern every tool: a broken run cannot prove absence.
+        let errors: Vec<_> = self
+            .obs
+            .errors
+            .iter()
+            .filter(|e| e.tool.as_deref().is_none_or(|t| t == tool))
+            .collect();
+        if let Some(first) = errors.first() {
+            return Verdict::Errored {
+                reason: first.kind,
+                evidence: json!({ "errors": errors }),
+            };
+        }
+
+        let silent: Vec<_> = spec
+            .sensors
+            .iter()
+            .filter(|s| !sensors.iter().any(|status| status.sensor == **s))
+            .collect();
+        let failing = sensors.iter().any(|s| {
+            matches!(
+                s.status,
+                SensorState::Blind { .. } | SensorState::Failed { .. }
+            )
+        });
+        if failing || !silent.is_empty() {
+            return Verdict::Errored {
+                reason: ErrorKind::SensorFailed,
+                evidence: json!({ "sensors": sensors, "without_self_test": silent }),
+            };
+        }
+        if sensors
+            .iter()
+            .any(|s| s.status == SensorState::CapabilityAbsent)
+        {
+            return skipped(SkipReason::CapabilityAbsent, json!({ "sensors": sensors }));
+        }
+        Verdict::Refuted {
+            basis,
+            calls: made,
+            sensors,
+        }
+    }
+}
+
+fn skipped(reason: SkipReason, evidence: Value) -> Verdict {
+    Verdict::Skipped { reason, evidence }
+}
+
+impl Grades {
+    /// Checks that there is exactly one cell per tool × graded clause of `contract`, and no
+    /// other; the error names the first cell at fault.
+    pub fn check_complete(&self, contract: &CompiledContract) -> Result<(), CompletenessError> {
+        let mut expected: BTreeMap<(&str, Clause), usize> =
+            contract.cells().map(|cell| (cell, 0)).collect();
+        for cell in &self.cells {
+            let count = expected
+                .get_mut(&(cell.tool.as_str(), cell.clause))
+                .ok_or_else(|| CompletenessError::Unexpected {
+                    tool: cell.tool.clone(),
+                    clause: cell.clause,
+                })?;
+            *count += 1;
+        }
+        for (tool, clause) in contract.cells() {
+            let count = expected[&(tool, clause)];
+            let (tool, clause) = (tool.to_owned(), clause);
+            match count {
+                0 => return Err(CompletenessError::Missing { tool, clause }),
+                1 => {}
+                count => {
+                    return Err(CompletenessError::Duplicate {
+                        tool,
+                        clause,
+                        count,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The cell of one tool × clause.
+    pub fn cell(&self, tool: &str, clause: Clause) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.tool == tool && c.clause == clause)
+    }
+
+    /// The SPEC §5 `verdicts` array: one `Cell::to_json` object per cell, in grid order.
+    pub fn verdicts_json(&self) -> Value {
+        Value::Array(self.cells.iter().map(Cell::to_json).collect())
+    }
+}

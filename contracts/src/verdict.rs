@@ -1,0 +1,215 @@
+//! Verdicts: one per tool × clause cell (SPEC §3.7), with the evidence each must carry.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::clause::Clause;
+use crate::observation::{Call, Effect, EffectClass, SensorStatus};
+
+/// The verdict of one tool × clause cell.
+///
+/// Serialised losslessly as `{"tool", "clause", "verdict", …the verdict's fields}`;
+/// [`Cell::to_json`] gives the stable SPEC §5 shape for reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// The tool graded.
+    pub tool: String,
+    /// The clause graded.
+    pub clause: Clause,
+    /// The verdict and its evidence.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// What grading found for one cell. Severity is not part of the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The tool did what the clause forbids.
+    Confirmed {
+        /// Why the clause forbids it (e.g. `readOnlyHint: true`).
+        basis: String,
+        /// The forbidden effects.
+        effects: Vec<Effect>,
+        /// The calls the effects are attributed to.
+        calls: Vec<Call>,
+        /// The control run's effects in the clause's domain that were subtracted.
+        control_subtracted: Vec<Effect>,
+        /// The self-tests of the sensors backing the clause.
+        sensors: Vec<SensorStatus>,
+    },
+    /// The tool was called and nothing the clause forbids was observed.
+    Refuted {
+        /// Why the clause restricts the tool.
+        basis: String,
+        /// How many calls of the tool were made.
+        calls: usize,
+        /// The self-tests proving the backing sensors were live.
+        sensors: Vec<SensorStatus>,
+    },
+    /// A precondition for grading did not hold.
+    Skipped {
+        /// Which one.
+        reason: SkipReason,
+        /// What shows it (the hint basis, the sensor status); may be null.
+        evidence: Value,
+    },
+    /// Grading was attempted and something failed.
+    Errored {
+        /// What failed.
+        reason: ErrorKind,
+        /// The failure's evidence (run errors, sensor self-tests).
+        evidence: Value,
+    },
+}
+
+/// The named preconditions of a `skipped` verdict (SPEC §3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The tool was never called.
+    NotCalled,
+    /// The clause restricts nothing for this tool: never a finding.
+    NothingPromised,
+    /// The tool takes no path argument to probe with.
+    NoPathArgument,
+    /// A backing sensor cannot run on this host or target.
+    CapabilityAbsent,
+    /// The call budget ran out before the tool was called.
+    Budget,
+}
+
+impl SkipReason {
+    /// The stable machine name, as in SPEC §3.7.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotCalled => "not_called",
+            SkipReason::NothingPromised => "nothing_promised",
+            SkipReason::NoPathArgument => "no_path_argument",
+            SkipReason::CapabilityAbsent => "capability_absent",
+            SkipReason::Budget => "budget",
+        }
+    }
+}
+
+/// What can make a cell `errored` (SPEC §3.7); also the kind of a run error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The server process died.
+    Crash,
+    /// A call or the run exceeded its wall-clock limit.
+    Timeout,
+    /// The server broke the protocol (invalid JSON-RPC, oversized frames).
+    #[serde(rename = "protocol_error")]
+    Protocol,
+    /// A backing sensor ran but failed its self-test or missed events.
+    SensorFailed,
+}
+
+impl ErrorKind {
+    /// The stable machine name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Crash => "crash",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Protocol => "protocol_error",
+            ErrorKind::SensorFailed => "sensor_failed",
+        }
+    }
+}
+
+impl Verdict {
+    /// The SPEC §5 name: `confirmed`, `refuted`, `skipped` or `errored`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Confirmed { .. } => "confirmed",
+            Verdict::Refuted { .. } => "refuted",
+            Verdict::Skipped { .. } => "skipped",
+            Verdict::Errored { .. } => "errored",
+        }
+    }
+}
+
+impl Cell {
+    /// The `reason` of the SPEC §5 shape: the machine name for skipped and errored, a
+    /// sentence for confirmed and refuted.
+    pub fn reason(&self) -> String {
+        match &self.verdict {
+            Verdict::Confirmed { basis, effects, .. } => {
+                let what = match effects.as_slice() {
+                    [] => "violated".to_owned(),
+                    [one] => format!("{} {}", class_verb(one.class), one.path),
+                    [first, rest @ ..] => format!(
+                        "{} {} and {} more",
+                        class_verb(first.class),
+                        first.path,
+                        rest.len()
+                    ),
+                };
+                format!(
+                    "{} {what}, forbidden by {} ({basis})",
+                    self.tool, self.clause
+                )
+            }
+            Verdict::Refuted { basis, calls, .. } => format!(
+                "no effect forbidden by {} ({basis}) in {calls} call{} with live sensors",
+                self.clause,
+                if *calls == 1 { "" } else { "s" }
+            ),
+            Verdict::Skipped { reason, .. } => reason.as_str().to_owned(),
+            Verdict::Errored { reason, .. } => reason.as_str().to_owned(),
+        }
+    }
+
+    /// The evidence of the SPEC §5 shape.
+    pub fn evidence(&self) -> Value {
+        match &self.verdict {
+            Verdict::Confirmed {
+                basis,
+                effects,
+                calls,
+                control_subtracted,
+                sensors,
+            } => json!({
+                "basis": basis,
+                "effects": effects,
+                "calls": calls,
+                "control_subtracted": control_subtracted,
+                "sensors": sensors,
+            }),
+            Verdict::Refuted {
+                basis,
+                calls,
+                sensors,
+            } => json!({ "basis": basis, "calls": calls, "sensors": sensors }),
+            Verdict::Skipped { evidence, .. } | Verdict::Errored { evidence, .. } => {
+                evidence.clone()
+            }
+        }
+    }
+
+    /// The cell in the stable SPEC §5 shape:
+    /// `{"tool", "clause", "verdict", "reason", "evidence"}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "tool": self.tool,
+            "clause": self.clause,
+            "verdict": self.verdict.name(),
+            "reason": self.reason(),
+            "evidence": self.evidence(),
+        })
+    }
+}
+
+fn class_verb(class: EffectClass) -> &'static str {
+    match class {
+        EffectClass::Created => "created",
+        EffectClass::Modified => "modified",
+        EffectClass::Deleted => "deleted",
+        EffectClass::Renamed => "moved away",
+        EffectClass::ModeChanged => "changed the mode of",
+        EffectClass::Symlink => "made a symlink at",
+        EffectClass::DirReplaced => "replaced the directory",
+    }
+}
