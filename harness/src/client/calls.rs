@@ -1,0 +1,148 @@
+//! The requests vac makes once a session is up: [`ToolList`] and [`CallOutcome`].
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest,
+    PaginatedRequestParams, Tool,
+};
+use serde_json::{Map, Value};
+
+use super::error::{CallError, ClientError};
+use super::session::{Answer, McpSession};
+
+/// The server's manifest as `tools/list` returned it, across all pages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolList {
+    /// The tools rmcp could read, in manifest order.
+    pub tools: Vec<Tool>,
+    /// The exact JSON of every tool, in manifest order: a JSON array to hash.
+    pub raw: Value,
+    /// Positions in `raw` of tools that are not valid MCP tools (missing from `tools`).
+    pub malformed: Vec<usize>,
+    pub pages: u32,
+    /// False when the server still had a next page after [`super::ClientOptions::max_tool_pages`].
+    pub complete: bool,
+}
+
+/// One `tools/call` and what came of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The JSON-RPC id, to find the call's frames.
+    pub request_id: Value,
+    /// The result object as sent (a tool-level `isError: true` result is a result).
+    pub result: Option<Value>,
+    pub error: Option<CallError>,
+    /// On the frame log's clock.
+    pub requested_at: Duration,
+    pub answered_at: Duration,
+}
+
+impl McpSession {
+    /// Fetches the whole manifest, following `nextCursor`.
+    pub async fn list_tools(&mut self) -> Result<ToolList, ClientError> {
+        const WHAT: &str = "tools/list";
+        let mut list = ToolList {
+            tools: Vec::new(),
+            raw: Value::Null,
+            malformed: Vec::new(),
+            pages: 0,
+            complete: false,
+        };
+        let mut raw_tools = Vec::new();
+        let mut cursor = None;
+        while list.pages < self.options.max_tool_pages {
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let request = ListToolsRequest {
+                method: Default::default(),
+                params,
+                extensions: Default::default(),
+            };
+            let (_, answer) = self
+                .request(WHAT, ClientRequest::ListToolsRequest(request))
+                .await?;
+            list.pages += 1;
+            let mut page = match answer {
+                Answer::Result(page) => page,
+                Answer::Rpc(error) => {
+                    return Err(ClientError::Rpc {
+                        method: WHAT,
+                        error,
+                    });
+                }
+                Answer::TimedOut => {
+                    return Err(ClientError::Timeout {
+                        what: WHAT,
+                        after: self.options.request_timeout,
+                    });
+                }
+            };
+            let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
+                return Err(ClientError::UnexpectedResult { method: WHAT });
+            };
+            for tool in tools {
+                match serde_json::from_value::<Tool>(tool.clone()) {
+                    Ok(tool) => list.tools.push(tool),
+                    Err(_) => list.malformed.push(raw_tools.len()),
+                }
+                raw_tools.push(tool);
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => {
+                    list.complete = true;
+                    break;
+                }
+            }
+        }
+        list.raw = Value::Array(raw_tools);
+        Ok(list)
+    }
+
+    /// Calls one tool. A JSON-RPC error, an answer of the wrong shape or a timeout is an
+    /// outcome with `error`; `Err` means the session itself failed.
+    pub async fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallOutcome, ClientError> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let requested_at = self.log.elapsed();
+        let (id, answer) = self.request("tools/call", request).await?;
+        let answered_at = self.log.elapsed();
+        let (result, error) = match answer {
+            Answer::Result(result) => {
+                let valid = serde_json::from_value::<CallToolResult>(result.clone()).is_ok();
+                (
+                    Some(result),
+                    (!valid).then_some(CallError::UnexpectedResult),
+                )
+            }
+            Answer::Rpc(error) => {
+                let error = CallError::Rpc {
+                    code: error.code.0,
+                    message: error.message.into_owned(),
+                    data: error.data,
+                };
+                (None, Some(error))
+            }
+            Answer::TimedOut => (
+                None,
+                Some(CallError::Timeout {
+                    after: self.options.request_timeout,
+                }),
+            ),
+        };
+        let request_id = serde_json::to_value(&id).unwrap_or(Value::Null);
+        Ok(CallOutcome {
+            request_id,
+            result,
+            error,
+            requested_at,
+            answered_at,
+        })
+    }
+}

@@ -1,0 +1,80 @@
+//! [`ClientError`]: why a session failed; [`CallError`]: why one tool call got no result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::service::{ClientInitializeError, ServiceError};
+
+/// A failure of the session itself: after one of these (except `Timeout` and `Rpc`) the
+/// session is over and the frames recorded so far are the evidence.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("server closed its stdout during {during}")]
+    Closed { during: &'static str },
+    #[error("server sent a line of at least {seen} bytes, over the {cap}-byte line cap")]
+    /// `seen` is the line's true length when it ended within the total-bytes cap.
+    LineTooLong { cap: usize, seen: u64 },
+    #[error("server wrote more than {cap} bytes to stdout, the per-session cap")]
+    TotalBytes { cap: u64 },
+    #[error("{what} got no answer within {after:?}")]
+    Timeout { what: &'static str, after: Duration },
+    #[error("server sent a line that is not JSON-RPC (frame {frame}): {detail}")]
+    Protocol { frame: u64, detail: String },
+    #[error("reading the server's stdout failed")]
+    Read(#[source] Arc<std::io::Error>),
+    #[error(
+        "server answered initialize with protocol version {offered:?}, which vac does not know"
+    )]
+    UnsupportedVersion { offered: String },
+    #[error("server answered {method} with error {}: {}", .error.code.0, .error.message)]
+    Rpc {
+        method: &'static str,
+        error: ErrorData,
+    },
+    #[error("server answered {method} with a result of the wrong shape")]
+    UnexpectedResult { method: &'static str },
+    #[error("initialize failed")]
+    Initialize(#[source] Box<ClientInitializeError>),
+    #[error("mcp service failed")]
+    Service(#[source] ServiceError),
+}
+
+/// Why a tool call has no (valid) result. The session survives all of these.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// A JSON-RPC error response (a tool-level `isError` result is not a `CallError`).
+    #[error("json-rpc error {code}: {message}")]
+    Rpc {
+        code: i32,
+        message: String,
+        data: Option<serde_json::Value>,
+    },
+    #[error("no answer within {after:?}")]
+    Timeout { after: Duration },
+    /// The answer is not a `CallToolResult`; its JSON is still in the outcome.
+    #[error("the answer is not a tool result")]
+    UnexpectedResult,
+}
+
+/// How the server's stdout stopped being a usable JSON-RPC stream. The first one wins.
+#[derive(Debug, Clone)]
+pub(crate) enum Fault {
+    Eof,
+    LineTooLong { cap: usize, seen: u64 },
+    TotalBytes { cap: u64 },
+    Garbage { frame: u64, detail: String },
+    Read(Arc<std::io::Error>),
+}
+
+impl Fault {
+    pub(crate) fn into_error(self, during: &'static str) -> ClientError {
+        match self {
+            Fault::Eof => ClientError::Closed { during },
+            Fault::LineTooLong { cap, seen } => ClientError::LineTooLong { cap, seen },
+            Fault::TotalBytes { cap } => ClientError::TotalBytes { cap },
+            Fault::Garbage { frame, detail } => ClientError::Protocol { frame, detail },
+            Fault::Read(error) => ClientError::Read(error),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The recording byte layer: [`Link`] starts the pumps (`pump.rs`) that read the server's
+//! stdout and stderr into the [`FrameLog`] before anything else sees the bytes, and owns
+//! [`LinkShared`], the state the pumps, the transport and the session share.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::RequestId;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::error::Fault;
+use super::frame::FrameLog;
+use super::options::{BoxWrite, ClientOptions, ServerStreams};
+use super::pump::{StdoutPump, pump_stderr};
+use super::transport::RecordingTransport;
+/// Parsed messages waiting for the SDK; with the line cap this bounds the queue's memory.
+const QUEUE: usize = 4;
+
+/// State shared by the stdout pump, the transport and the session.
+#[derive(Debug)]
+pub(crate) struct LinkShared {
+    fault: watch::Sender<Option<Fault>>,
+    drained: watch::Sender<bool>,
+    /// Requests whose raw result JSON the session wants, and the result once it came.
+    raw: Mutex<HashMap<RequestId, Option<Value>>>,
+    tools_list_changed: AtomicU64,
+}
+
+impl LinkShared {
+    fn new() -> Self {
+        Self {
+            fault: watch::Sender::new(None),
+            drained: watch::Sender::new(false),
+            raw: Mutex::new(HashMap::new()),
+            tools_list_changed: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn set_fault(&self, fault: Fault) {
+        self.fault.send_if_modified(|current| {
+            let first = current.is_none();
+            if first {
+                *current = Some(fault);
+            }
+            first
+        });
+    }
+
+    pub(crate) fn fault(&self) -> Option<Fault> {
+        self.fault.borrow().clone()
+    }
+
+    /// Waits up to `within` for the stdout pump to report why the stream ended.
+    pub(crate) async fn fault_within(&self, within: Duration) -> Option<Fault> {
+        let mut rx = self.fault.subscribe();
+        let seen = tokio::time::timeout(within, rx.wait_for(Option::is_some)).await;
+        seen.ok()
+            .and_then(Result::ok)
+            .and_then(|fault| fault.clone())
+    }
+
+    /// Resolves once the SDK has taken every message read before the stream ended, so any
+    /// answer that arrived is already delivered.
+    pub(crate) async fn drained(&self) {
+        let mut rx = self.drained.subscribe();
+        let _ = rx.wait_for(|drained| *drained).await;
+    }
+
+    pub(crate) fn mark_drained(&self) {
+        self.drained.send_replace(true);
+    }
+
+    pub(crate) fn want_raw(&self, id: RequestId) {
+        self.raw_map().insert(id, None);
+    }
+
+    pub(crate) fn take_raw(&self, id: &RequestId) -> Option<Value> {
+        self.raw_map().remove(id).flatten()
+    }
+
+    pub(crate) fn count_tools_list_changed(&self) {
+        self.tools_list_changed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn tools_list_changed(&self) -> u64 {
+        self.tools_list_changed.load(Ordering::Relaxed)
+    }
+
+    /// Keeps the raw `result` of an answer the session asked for (see [`Self::want_raw`]).
+    pub(crate) fn stash_raw(&self, id: &RequestId, line: &[u8]) {
+        let mut raw = self.raw_map();
+        if let Some(slot) = raw.get_mut(id) {
+            let value = serde_json::from_slice::<Value>(line).ok();
+            *slot = value.and_then(|mut v| v.get_mut("result").map(Value::take));
+        }
+    }
+
+    fn raw_map(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Option<Value>>> {
+        // Entries are inserted or removed whole, so a poisoned map is still consistent.
+        self.raw
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The running byte layer of one session.
+pub(crate) struct Link {
+    pub(crate) shared: Arc<LinkShared>,
+    writer: Arc<tokio::sync::Mutex<Option<BoxWrite>>>,
+    cancel: watch::Sender<bool>,
+    stdout_task: JoinHandle<()>,
+    stderr_task: Option<JoinHandle<()>>,
+}
+
+impl Link {
+    /// Starts the pumps and returns the transport the SDK runs on.
+    pub(crate) fn start(
+        streams: ServerStreams,
+        log: &FrameLog,
+        options: &ClientOptions,
+    ) -> (Self, RecordingTransport) {
+        let shared = Arc::new(LinkShared::new());
+        let (cancel, cancel_rx) = watch::channel(false);
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let pump = StdoutPump::new(
+            streams.stdout,
+            options,
+            log.clone(),
+            shared.clone(),
+            tx,
+            cancel_rx.clone(),
+        );
+        let stdout_task = tokio::spawn(pump.run());
+        let stderr_task = streams.stderr.map(|stderr| {
+            tokio::spawn(pump_stderr(
+                stderr,
+                log.clone(),
+                options.max_stderr_bytes,
+                cancel_rx,
+            ))
+        });
+        let writer = Arc::new(tokio::sync::Mutex::new(Some(streams.stdin)));
+        let transport = RecordingTransport::new(rx, writer.clone(), log.clone(), shared.clone());
+        let link = Self {
+            shared,
+            writer,
+            cancel,
+            stdout_task,
+            stderr_task,
+        };
+        (link, transport)
+    }
+
+    /// Closes the server's stdin, gives it `grace` to finish writing and close its pipes,
+    /// then stops the pumps. Every frame is in the log when this returns.
+    pub(crate) async fn shutdown(self, grace: Duration) {
+        let writer = self.writer.clone();
+        let close = async move {
+            if let Some(mut stdin) = writer.lock().await.take() {
+                let _ = stdin.shutdown().await;
+            }
+        };
+        // A server that stopped reading can keep a write (and the lock) blocked forever.
+        let _ = tokio::time::timeout(grace, close).await;
+        let mut pumps: Vec<JoinHandle<()>> = std::iter::once(self.stdout_task)
+            .chain(self.stderr_task)
+            .collect();
+        let pumps_done = async {
+            for pump in &mut pumps {
+                let _ = pump.await;
+            }
+        };
+        let _ = tokio::time::timeout(grace, pumps_done).await;
+        self.cancel.send_replace(true);
+        for pump in pumps {
+            // A handle awaited to completion above must not be polled again.
+            if !pump.is_finished() {
+                let _ = pump.await;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}

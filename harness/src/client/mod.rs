@@ -1,0 +1,26 @@
+//! The MCP client: rmcp (the official SDK) running on vac's own recording byte layer.
+//!
+//! [`McpSession::connect`] takes a server's pipes ([`ServerStreams`]), a [`FrameLog`] and
+//! [`ClientOptions`], and runs the initialize handshake; the session then lists tools
+//! ([`ToolList`]) and calls them ([`CallOutcome`]). Underneath, a pump reads the server's
+//! stdout line by line and records every line as a [`Frame`] before rmcp parses it; every
+//! line the client writes and the server's stderr are recorded too. The caps in
+//! [`ClientOptions`] (line length, total stdout bytes, stderr bytes, time per request)
+//! bound both memory and waiting whatever the server does; when one trips, the session
+//! fails with a [`ClientError`] naming it, and the frames stay as evidence.
+
+mod calls;
+mod error;
+mod frame;
+mod lines;
+mod link;
+mod options;
+mod pump;
+mod session;
+mod transport;
+
+pub use calls::{CallOutcome, ToolList};
+pub use error::{CallError, ClientError};
+pub use frame::{Direction, Frame, FrameLog, FrameLogStats};
+pub use options::{ClientOptions, ServerStreams};
+pub use session::McpSession;

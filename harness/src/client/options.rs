@@ -1,0 +1,92 @@
+//! [`ClientOptions`] (caps and timeouts) and [`ServerStreams`] (the pipes to talk over).
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Caps and timeouts of one session (SPEC §3.2 limits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Longest line kept from the server's stdout, newline included. A longer line is
+    /// recorded truncated and fails the session.
+    pub max_line_bytes: usize,
+    /// Bytes read from the server's stdout per session; past it vac stops reading.
+    pub max_total_bytes: u64,
+    /// Stderr bytes kept per session; the rest is only counted.
+    pub max_stderr_bytes: u64,
+    /// Time allowed for the initialize handshake.
+    pub initialize_timeout: Duration,
+    /// Time allowed for each request after initialize.
+    pub request_timeout: Duration,
+    /// At shutdown, how long to wait for the server to close its pipes after stdin closed.
+    pub shutdown_grace: Duration,
+    /// Pages of `tools/list` followed before the manifest is reported incomplete.
+    pub max_tool_pages: u32,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: 4 * 1024 * 1024,
+            max_total_bytes: 64 * 1024 * 1024,
+            max_stderr_bytes: 1024 * 1024,
+            initialize_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_millis(500),
+            max_tool_pages: 64,
+        }
+    }
+}
+
+pub(crate) type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
+pub(crate) type BoxWrite = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// The server's standard streams, as the session will use them.
+pub struct ServerStreams {
+    pub(crate) stdout: BoxRead,
+    pub(crate) stdin: BoxWrite,
+    pub(crate) stderr: Option<BoxRead>,
+}
+
+impl ServerStreams {
+    pub fn new(
+        stdout: impl AsyncRead + Send + 'static,
+        stdin: impl AsyncWrite + Send + 'static,
+    ) -> Self {
+        Self {
+            stdout: Box::pin(stdout),
+            stdin: Box::pin(stdin),
+            stderr: None,
+        }
+    }
+
+    /// Also records the server's stderr (capped by [`ClientOptions::max_stderr_bytes`]).
+    pub fn with_stderr(mut self, stderr: impl AsyncRead + Send + 'static) -> Self {
+        self.stderr = Some(Box::pin(stderr));
+        self
+    }
+
+    /// Takes the piped streams of a spawned child; `None` unless stdin and stdout were
+    /// piped. Stderr is used when it was piped too.
+    pub fn from_child(child: &mut tokio::process::Child) -> Option<Self> {
+        let stdout = child.stdout.take()?;
+        let Some(stdin) = child.stdin.take() else {
+            child.stdout = Some(stdout);
+            return None;
+        };
+        let streams = Self::new(stdout, stdin);
+        Some(match child.stderr.take() {
+            Some(stderr) => streams.with_stderr(stderr),
+            None => streams,
+        })
+    }
+}
+
+impl std::fmt::Debug for ServerStreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerStreams")
+            .field("stderr", &self.stderr.is_some())
+            .finish_non_exhaustive()
+    }
+}

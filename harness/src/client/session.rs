@@ -1,0 +1,230 @@
+//! [`McpSession`]: one MCP client session (rmcp) over the recording byte layer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, ErrorData, Implementation, ProtocolVersion,
+    RequestId, ServerPeerInfo,
+};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RunningService};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::error::ClientError;
+use super::frame::FrameLog;
+use super::link::Link;
+use super::options::{ClientOptions, ServerStreams};
+use super::transport::RecordingTransport;
+
+/// Added to the request timeout before vac stops waiting on the SDK itself, which enforces
+/// the timeout first and sends `notifications/cancelled`.
+const BACKSTOP: Duration = Duration::from_secs(1);
+
+/// An initialized MCP session with one server.
+///
+/// Every frame in both directions and the server's stderr go into the [`FrameLog`] given
+/// to [`McpSession::connect`]; the log is complete once [`McpSession::shutdown`] returns
+/// (or `connect` returned an error).
+pub struct McpSession {
+    pub(super) service: RunningService<RoleClient, ClientConfig>,
+    pub(super) link: Link,
+    pub(super) log: FrameLog,
+    pub(super) options: ClientOptions,
+    server: Arc<ServerPeerInfo>,
+}
+
+/// What came back for one request the session survived.
+pub(super) enum Answer {
+    /// The result object exactly as the server sent it.
+    Result(Value),
+    Rpc(ErrorData),
+    TimedOut,
+}
+
+impl McpSession {
+    /// Runs the initialize handshake: client info `vac` and this crate's version, offering
+    /// the newest protocol version with a handshake and accepting any version rmcp knows.
+    pub async fn connect(
+        streams: ServerStreams,
+        log: FrameLog,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let (link, transport) = Link::start(streams, &log, &options);
+        match initialize(transport, &link, &options).await {
+            Ok((service, server)) => Ok(Self {
+                service,
+                link,
+                log,
+                options,
+                server,
+            }),
+            Err(error) => {
+                link.shutdown(options.shutdown_grace).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The protocol version the server answered with.
+    pub fn protocol_version(&self) -> &str {
+        self.server.protocol_version.as_str()
+    }
+
+    /// What the server said about itself in its initialize result.
+    pub fn server_info(&self) -> &ServerPeerInfo {
+        &self.server
+    }
+
+    /// How many `notifications/tools/list_changed` the server has sent so far.
+    pub fn tools_list_changed(&self) -> u64 {
+        self.link.shared.tools_list_changed()
+    }
+
+    pub fn frame_log(&self) -> &FrameLog {
+        &self.log
+    }
+
+    /// Cancels the SDK, closes the server's stdin and stops recording. Waits at most a few
+    /// times [`ClientOptions::shutdown_grace`]; killing the server is the caller's job.
+    pub async fn shutdown(mut self) {
+        let grace = self.options.shutdown_grace;
+        let _ = self.service.close_with_timeout(grace).await;
+        self.link.shutdown(grace).await;
+    }
+
+    /// Sends one request and waits for its answer, the request timeout, or the end of
+    /// the stream; returns the request id (for the frames) with the answer.
+    pub(super) async fn request(
+        &self,
+        what: &'static str,
+        request: ClientRequest,
+    ) -> Result<(RequestId, Answer), ClientError> {
+        let after = self.options.request_timeout;
+        let deadline = Instant::now() + after + BACKSTOP;
+        let send = self
+            .service
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(after));
+        let handle = match tokio::time::timeout_at(deadline, send).await {
+            Err(_) => return Err(ClientError::Timeout { what, after }),
+            Ok(Err(error)) => return Err(self.service_error(what, error).await),
+            Ok(Ok(handle)) => handle,
+        };
+        let id = handle.id.clone();
+        // Biased: once the stream has drained, an answer that arrived is already delivered.
+        let outcome = tokio::select! {
+            biased;
+            answer = handle.await_response() => Some(answer),
+            () = self.link.shared.drained() => None,
+            () = tokio::time::sleep_until(deadline) => Some(Err(ServiceError::Timeout { timeout: after })),
+        };
+        let raw = self.link.shared.take_raw(&id);
+        let answer = match outcome {
+            None => return Err(fault_error(&self.link, what)),
+            // The raw result, not rmcp's typed guess at it, is what callers judge.
+            Some(Ok(_typed)) => match raw {
+                Some(raw) => Answer::Result(raw),
+                None => return Err(ClientError::UnexpectedResult { method: what }),
+            },
+            Some(Err(ServiceError::McpError(error))) => Answer::Rpc(error),
+            Some(Err(ServiceError::Timeout { .. })) => Answer::TimedOut,
+            Some(Err(error)) => return Err(self.service_error(what, error).await),
+        };
+        Ok((id, answer))
+    }
+
+    async fn service_error(&self, what: &'static str, error: ServiceError) -> ClientError {
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                match self
+                    .link
+                    .shared
+                    .fault_within(self.options.shutdown_grace)
+                    .await
+                {
+                    Some(fault) => fault.into_error(what),
+                    None => ClientError::Service(error),
+                }
+            }
+            error => ClientError::Service(error),
+        }
+    }
+}
+
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSession")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+fn client_config() -> ClientConfig {
+    let vac = Implementation::new("vac", env!("CARGO_PKG_VERSION"));
+    ClientConfig::new(ClientCapabilities::default(), vac)
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+async fn initialize(
+    transport: RecordingTransport,
+    link: &Link,
+    options: &ClientOptions,
+) -> Result<
+    (
+        RunningService<RoleClient, ClientConfig>,
+        Arc<ServerPeerInfo>,
+    ),
+    ClientError,
+> {
+    const WHAT: &str = "initialize";
+    let after = options.initialize_timeout;
+    let served = match tokio::time::timeout(after, client_config().serve(transport)).await {
+        Err(_) => return Err(ClientError::Timeout { what: WHAT, after }),
+        Ok(served) => served,
+    };
+    let mut service = match served {
+        Ok(service) => service,
+        Err(
+            error @ (ClientInitializeError::ConnectionClosed(_)
+            | ClientInitializeError::TransportError { .. }),
+        ) => {
+            return Err(
+                match link.shared.fault_within(options.shutdown_grace).await {
+                    Some(fault) => fault.into_error(WHAT),
+                    None => ClientError::Initialize(Box::new(error)),
+                },
+            );
+        }
+        Err(ClientInitializeError::JsonRpcError(error)) => {
+            return Err(ClientError::Rpc {
+                method: WHAT,
+                error,
+            });
+        }
+        Err(error) => return Err(ClientError::Initialize(Box::new(error))),
+    };
+    let server = service.peer().peer_info();
+    match server {
+        Some(server) if ProtocolVersion::KNOWN_VERSIONS.contains(&server.protocol_version) => {
+            Ok((service, server))
+        }
+        server => {
+            let _ = service.close_with_timeout(options.shutdown_grace).await;
+            let offered = server
+                .map(|s| s.protocol_version.as_str().to_owned())
+                .unwrap_or_default();
+            Err(ClientError::UnsupportedVersion { offered })
+        }
+    }
+}
+
+/// Why the stream ended, once the transport has drained: the pump sets the fault first.
+fn fault_error(link: &Link, during: &'static str) -> ClientError {
+    link.shared
+        .fault()
+        .map_or(ClientError::Closed { during }, |fault| {
+            fault.into_error(during)
+        })
+}
