@@ -1,10 +1,16 @@
 //! The `vac` binary: parses the command line and hands each subcommand to the library.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
-use vac_harness::fixture;
+use vac_harness::probe::{ProbeOptions, ProbeReport};
+use vac_harness::{fixture, report};
 
 #[derive(Parser)]
 #[command(
@@ -19,8 +25,49 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Audit one stdio MCP server: `vac probe [--json] [--out DIR] -- CMD ARGS…`.
+    Probe(ProbeArgs),
+    /// Recompute a receipt directory's hash chain and blobs; name the first bad record.
+    Verify(VerifyArgs),
+    /// Audit the three built-in fixtures (honest, dishonest, broad) and print their verdicts.
+    Demo(DemoArgs),
     /// Run a built-in fixture MCP server: the honest or dishonest twin, or the broad one.
     Fixture(FixtureArgs),
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// Print one JSON document (SPEC §5) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Receipt directory (default: ./vac-receipts/probe-<time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seconds to wait for the server's answer to initialize and to each call.
+    #[arg(long, default_value_t = 20)]
+    timeout: u64,
+    /// Calls per tool at most.
+    #[arg(long, default_value_t = 6)]
+    max_calls: usize,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<OsString>,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// The receipt directory.
+    dir: PathBuf,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Where the three receipt directories go (default: ./vac-demo).
+    #[arg(long, default_value = "vac-demo")]
+    out: PathBuf,
+    /// Print one JSON document per fixture.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -38,12 +85,128 @@ enum Transport {
     Stdio,
 }
 
-fn main() -> anyhow::Result<()> {
+/// Exit codes (README.md lists them): 0 no violation, 1 violation confirmed, 2 usage error
+/// (clap), 3 could not run (sandbox failure or server not auditable), 4 receipt chain broken.
+const VIOLATION: u8 = 1;
+const COULD_NOT_RUN: u8 = 3;
+const CHAIN_BROKEN: u8 = 4;
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    match cli.command {
-        Command::Fixture(args) => run_fixture(args),
+    let outcome = match cli.command {
+        Command::Probe(args) => run_probe(args),
+        Command::Verify(args) => run_verify(args),
+        Command::Demo(args) => run_demo(args),
+        Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
+    };
+    outcome.unwrap_or_else(|error| {
+        eprintln!("vac: {error:#}");
+        ExitCode::from(COULD_NOT_RUN)
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let out = args.out.unwrap_or_else(default_out);
+    let mut options = ProbeOptions::new(host_relative(args.command)?, out);
+    options.client.initialize_timeout = Duration::from_secs(args.timeout);
+    options.client.request_timeout = Duration::from_secs(args.timeout);
+    options.max_calls_per_tool = args.max_calls;
+    let report = runtime()?
+        .block_on(vac_harness::probe::probe(options))
+        .context("probe failed")?;
+    print_report(&report, args.json);
+    Ok(exit_code(&report))
+}
+
+fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let vac = std::env::current_exe().context("cannot find the vac binary")?;
+    let runtime = runtime()?;
+    let mut worst = ExitCode::SUCCESS;
+    for mode in ["honest", "dishonest", "broad"] {
+        let command = vec![
+            vac.clone().into(),
+            "fixture".into(),
+            "--mode".into(),
+            mode.into(),
+        ];
+        let out = args.out.join(format!("{mode}-{}", stamp()));
+        let report = runtime
+            .block_on(vac_harness::probe::probe(ProbeOptions::new(command, out)))
+            .with_context(|| format!("probe of the {mode} fixture failed"))?;
+        if !args.json {
+            println!("== {mode} fixture ==");
+        }
+        print_report(&report, args.json);
+        if report.failure.is_some() {
+            worst = ExitCode::from(COULD_NOT_RUN);
+        }
     }
+    Ok(worst)
+}
+
+fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    match vac_receipts::verify(&args.dir, &vac_receipts::VerifyOptions::default()) {
+        Ok(report) => {
+            println!("{}: {report}", args.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            println!("{}: BROKEN: {error}", args.dir.display());
+            Ok(ExitCode::from(CHAIN_BROKEN))
+        }
+    }
+}
+
+/// `./server` means the host's `./server`: the host root is the sandbox's lower layer, so the
+/// absolute host path names the same file inside.
+fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
+    if let Some(program) = command.first_mut() {
+        let path = PathBuf::from(&*program);
+        if path.is_relative() && path.components().count() > 1 {
+            *program = std::path::absolute(&path)
+                .with_context(|| format!("cannot resolve {}", path.display()))?
+                .into();
+        }
+    }
+    Ok(command)
+}
+
+fn print_report(report: &ProbeReport, json: bool) {
+    if json {
+        println!("{}", report::json(report));
+    } else {
+        println!("{}", report::table(report));
+    }
+}
+
+fn exit_code(report: &ProbeReport) -> ExitCode {
+    if report.failure.is_some() {
+        ExitCode::from(COULD_NOT_RUN)
+    } else if report.violation() {
+        ExitCode::from(VIOLATION)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn default_out() -> PathBuf {
+    PathBuf::from("vac-receipts").join(format!("probe-{}", stamp()))
+}
+
+fn stamp() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}-{:09}", now.as_secs(), now.subsec_nanos())
 }
 
 fn run_fixture(args: FixtureArgs) -> anyhow::Result<()> {

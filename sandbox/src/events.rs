@@ -136,17 +136,23 @@ struct WatchTree {
 }
 
 impl WatchTree {
-    fn add_recursive(&mut self, view: &Path) -> io::Result<()> {
+    /// Watches `view` and every directory below it; returns what was already inside, which
+    /// no event will report for a directory that was just created.
+    fn add_recursive(&mut self, view: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
         let host = self.host_root.join(view.strip_prefix("/").unwrap_or(view));
         let wd = self.watches.add(&host, dir_mask())?;
         self.dirs.insert(wd, view.to_path_buf());
+        let mut found = Vec::new();
         for entry in std::fs::read_dir(&host)? {
             let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                self.add_recursive(&view.join(entry.file_name()))?;
+            let path = view.join(entry.file_name());
+            let is_dir = entry.file_type()?.is_dir();
+            found.push((path.clone(), is_dir));
+            if is_dir {
+                found.extend(self.add_recursive(&path)?);
             }
         }
-        Ok(())
+        Ok(found)
     }
 }
 
@@ -184,26 +190,32 @@ async fn pump(
             .as_ref()
             .map_or_else(|| dir.clone(), |name: &OsString| dir.join(name));
         let is_dir = event.mask.contains(EventMask::ISDIR);
+        let mut found = Vec::new();
         if is_dir
             && event
                 .mask
                 .intersects(EventMask::CREATE | EventMask::MOVED_TO)
         {
-            // Best effort: files created before this watch exists are the witness's job.
-            let _ = tree.add_recursive(&path);
+            // What appeared in the new directory before its watch existed is reported as
+            // created now: late, never missing. The witness has the exact content anyway.
+            found = tree.add_recursive(&path).unwrap_or_default();
         }
         let Some(kind) = kind_of(event.mask) else {
             continue;
         };
-        let observed = FsEvent {
-            kind,
-            path,
-            is_dir,
-            at: SystemTime::now(),
-            since_start: start.elapsed(),
-        };
-        if sender.try_send(observed).is_err() {
-            health.dropped.fetch_add(1, Ordering::Relaxed);
+        let found = found.into_iter().map(|(p, d)| (FsEventKind::Create, p, d));
+        for (kind, path, is_dir) in std::iter::once((kind, path, is_dir)).chain(found) {
+            let since_start = start.elapsed();
+            let observed = FsEvent {
+                kind,
+                path,
+                is_dir,
+                at: SystemTime::now(),
+                since_start,
+            };
+            if sender.try_send(observed).is_err() {
+                health.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }

@@ -101,12 +101,12 @@ impl Lab {
                 path: self.mount.clone(),
             });
         }
-        if let Some(template) = &self.template {
-            if !template.is_dir() {
-                return Err(LabError::TemplateNotDirectory {
-                    path: template.clone(),
-                });
-            }
+        if let Some(template) = &self.template
+            && !template.is_dir()
+        {
+            return Err(LabError::TemplateNotDirectory {
+                path: template.clone(),
+            });
         }
         for path in self.planted.iter().map(|p| &p.path) {
             if !is_inside(path) {

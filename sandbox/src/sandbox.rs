@@ -468,6 +468,15 @@ impl Running {
             .unwrap_or_default()
     }
 
+    /// Processes of the run alive now (the monitor and init included), from its cgroup.
+    pub fn process_count(&self) -> usize {
+        self.guard
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.pids().ok())
+            .map_or(0, |p| p.len())
+    }
+
     /// Waits until the program ends or the wall-clock limit kills the run.
     pub async fn wait(&mut self) -> Termination {
         match self.termination.wait_for(Option::is_some).await {
@@ -661,12 +670,7 @@ impl Guard {
         if let Some(monitor) = self.monitor.take() {
             // The monitor exits once the init is reaped, and the init only finishes dying after
             // the kernel has killed and reaped every process of its pid namespace.
-            loop {
-                match nix::sys::wait::waitpid(monitor, None) {
-                    Err(Errno::EINTR) => continue,
-                    _ => break,
-                }
-            }
+            while let Err(Errno::EINTR) = nix::sys::wait::waitpid(monitor, None) {}
         }
         for task in self.tasks.drain(..) {
             task.abort();

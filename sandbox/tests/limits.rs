@@ -62,7 +62,7 @@ async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
         .limits(limits)
         .build()
         .unwrap();
-    let mut running = sandbox.spawn().unwrap();
+    let running = sandbox.spawn().unwrap();
     let pidns = std::fs::read_link(format!("/proc/{}/ns/pid", running.init_pid())).unwrap();
     // Wait for the kernel to refuse a fork: the limit did its work.
     let refused = tokio::time::timeout(Duration::from_secs(60), async {

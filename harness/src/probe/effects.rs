@@ -1,0 +1,443 @@
+//! From witnessed filesystem changes to attributable effects: content excerpts, control
+//! subtraction by class, normalised path and content, and per-call attribution by the timing
+//! of lab events (SPEC §3.4).
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use vac_contracts::{Attribution, Effect, EffectClass};
+use vac_sandbox::{FsChange, FsEvent, FsEventKind, NodeKind, Stopped};
+
+use super::run::CallRecord;
+
+/// Bytes of a written file kept as evidence (the excerpt in reports is shorter).
+pub(crate) const CONTENT_CAP: u64 = 64 * 1024;
+const EXCERPT: usize = 160;
+const MAX_WRITES: usize = 64;
+
+/// One change the witness saw, with what is needed to show and compare it.
+#[derive(Debug, Clone)]
+pub(crate) struct ObservedChange {
+    pub(crate) change: FsChange,
+    /// The content after the run (files), capped.
+    pub(crate) content: Option<Vec<u8>>,
+    /// The content before the run (modified files), capped.
+    pub(crate) old_content: Option<Vec<u8>>,
+    /// When lab events that wrote this path arrived (since the run's start), first few.
+    pub(crate) writes: Vec<Duration>,
+}
+
+/// Reads contents while the run directory still exists.
+pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<ObservedChange> {
+    let upper = stopped.upper_dir();
+    let lowers = stopped.lower_dirs();
+    changes
+        .into_iter()
+        .map(|change| {
+            let relative = change
+                .path()
+                .strip_prefix("/")
+                .unwrap_or(change.path())
+                .to_path_buf();
+            let content = match &change {
+                FsChange::Created {
+                    kind: NodeKind::File,
+                    ..
+                }
+                | FsChange::Modified { .. }
+                | FsChange::Renamed { .. } => read_capped(&upper.join(&relative)),
+                _ => None,
+            };
+            let old_content = match &change {
+                FsChange::Modified { .. } => {
+                    lowers.iter().find_map(|l| read_capped(&l.join(&relative)))
+                }
+                _ => None,
+            };
+            ObservedChange {
+                change,
+                content,
+                old_content,
+                writes: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// Stamps each change with the times of the lab events that wrote its path.
+pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[FsEvent]) {
+    for observed in changes {
+        let path = observed.change.path();
+        observed.writes = events
+            .iter()
+            .filter(|e| e.path == path && e.kind != FsEventKind::Open)
+            .map(|e| e.since_start)
+            .take(MAX_WRITES)
+            .collect();
+    }
+}
+
+fn read_capped(path: &Path) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(CONTENT_CAP)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// A subject change that the control run did not explain, with the control's version of
+/// the same path when there was one (a log both append to).
+#[derive(Debug, Clone)]
+pub(crate) struct Attributable {
+    pub(crate) observed: ObservedChange,
+    pub(crate) control: Option<ObservedChange>,
+}
+
+/// Splits a subject run's changes into attributable ones and those the control run made
+/// identically (same class, normalised path and resulting content).
+pub(crate) fn subtract(
+    subject: &[ObservedChange],
+    control: &[ObservedChange],
+) -> (Vec<Attributable>, Vec<ObservedChange>) {
+    let mut attributable = Vec::new();
+    let mut subtracted = Vec::new();
+    for observed in subject {
+        let twin = control
+            .iter()
+            .find(|c| key(&c.change) == key(&observed.change));
+        match twin {
+            Some(twin) if fingerprint(&twin.change) == fingerprint(&observed.change) => {
+                subtracted.push(observed.clone())
+            }
+            twin => attributable.push(Attributable {
+                observed: observed.clone(),
+                control: twin.cloned(),
+            }),
+        }
+    }
+    (attributable, subtracted)
+}
+
+fn key(change: &FsChange) -> (EffectClass, String) {
+    (class(change), normalise(change.path()))
+}
+
+/// Per-run names (nonces) differ between runs; the rest of a path must match.
+pub(crate) fn normalise(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut out = String::with_capacity(text.len());
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find("vac-nonce-") {
+        out.push_str(&rest[..at + "vac-nonce-".len()]);
+        out.push('*');
+        rest = rest[at + "vac-nonce-".len()..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(rest);
+    out
+}
+
+fn fingerprint(change: &FsChange) -> String {
+    match change {
+        FsChange::Created { kind, digest, .. } => format!(
+            "{kind:?}:{}",
+            digest.as_ref().map_or("", |d| d.blake3.as_str())
+        ),
+        FsChange::Modified { new, .. } => new.blake3.clone(),
+        FsChange::Renamed { to, digest, .. } => format!("{}:{}", normalise(to), digest.blake3),
+        FsChange::ModeChanged { new, .. } => format!("{new:o}"),
+        FsChange::OwnerChanged { new, .. } => format!("{new:?}"),
+        FsChange::Symlink { target, .. } => target.display().to_string(),
+        FsChange::Deleted { .. } | FsChange::DirReplaced { .. } => String::new(),
+    }
+}
+
+/// The effect class of a change.
+pub(crate) fn class(change: &FsChange) -> EffectClass {
+    match change {
+        FsChange::Created { .. } => EffectClass::Created,
+        FsChange::Modified { .. } => EffectClass::Modified,
+        FsChange::Deleted { .. } => EffectClass::Deleted,
+        FsChange::Renamed { .. } => EffectClass::Renamed,
+        FsChange::DirReplaced { .. } => EffectClass::DirReplaced,
+        FsChange::ModeChanged { .. } | FsChange::OwnerChanged { .. } => EffectClass::ModeChanged,
+        FsChange::Symlink { .. } => EffectClass::Symlink,
+    }
+}
+
+/// The call whose window holds a write at `at`, or the call it came after.
+pub(crate) fn attribute(at: Duration, calls: &[CallRecord]) -> (Attribution, &'static str) {
+    let timed = calls.iter().filter_map(|c| {
+        c.outcome
+            .as_ref()
+            .ok()
+            .map(|o| (c.index, o.requested_at, o.answered_at))
+    });
+    match timed.rev().find(|(_, requested, _)| *requested <= at) {
+        Some((index, _, answered)) if at <= answered => (
+            Attribution::Call(index),
+            "lab event inside the call's window",
+        ),
+        Some((index, _, _)) => (
+            Attribution::AfterResponse(index),
+            "lab event after the call's response",
+        ),
+        None => (Attribution::Unattributed, "lab event before the first call"),
+    }
+}
+
+/// Every distinct attribution of a change's writes. Outside the lab there is no event
+/// timing, but the run held only this tool's calls.
+pub(crate) fn attributions(
+    writes: &[Duration],
+    calls: &[CallRecord],
+) -> Vec<(Attribution, &'static str)> {
+    let mut found: Vec<(Attribution, &'static str)> = Vec::new();
+    for at in writes {
+        let attribution = attribute(*at, calls);
+        if !found.iter().any(|(a, _)| *a == attribution.0) {
+            found.push(attribution);
+        }
+    }
+    // A write before the first call is startup noise only if another write explains it.
+    if found.len() > 1 {
+        found.retain(|(a, _)| *a != Attribution::Unattributed);
+    }
+    if found.is_empty() {
+        found.push(match calls.first() {
+            Some(first) => (
+                Attribution::Call(first.index),
+                "per-tool isolation: the only tool called in this run",
+            ),
+            None => (Attribution::Unattributed, "no call in this run"),
+        });
+    }
+    found
+}
+
+/// The contracts' view of an attributable change, once per call it is attributed to; a
+/// rename also yields the created target.
+pub(crate) fn to_effects(item: &Attributable, calls: &[CallRecord], run_id: &str) -> Vec<Effect> {
+    let observed = &item.observed;
+    let change = &observed.change;
+    let existed_before = match change {
+        FsChange::Created { .. } => false,
+        FsChange::Symlink { previous, .. } => previous.is_some(),
+        _ => true,
+    };
+    let mut effects = Vec::new();
+    for (attribution, basis) in attributions(&observed.writes, calls) {
+        let mut detail = detail(observed, item.control.as_ref());
+        detail["run"] = json!(run_id);
+        detail["attribution"] = json!(basis);
+        if let FsChange::Renamed { from, to, .. } = change {
+            effects.push(effect(
+                EffectClass::Renamed,
+                from,
+                attribution,
+                detail.clone(),
+                true,
+            ));
+            effects.push(effect(EffectClass::Created, to, attribution, detail, false));
+        } else {
+            effects.push(effect(
+                class(change),
+                change.path(),
+                attribution,
+                detail,
+                existed_before,
+            ));
+        }
+    }
+    effects
+}
+
+/// Evidence for one subtracted control change.
+pub(crate) fn control_effect(observed: &ObservedChange, run_id: &str) -> Effect {
+    let mut detail = detail(observed, None);
+    detail["run"] = json!(run_id);
+    effect(
+        class(&observed.change),
+        observed.change.path(),
+        Attribution::Unattributed,
+        detail,
+        false,
+    )
+}
+
+fn effect(
+    class: EffectClass,
+    path: &Path,
+    attribution: Attribution,
+    detail: Value,
+    existed_before: bool,
+) -> Effect {
+    Effect {
+        class,
+        path: path.display().to_string(),
+        attribution,
+        detail,
+        existed_before,
+    }
+}
+
+/// Sizes, hashes and a bytes excerpt; for a file the control also wrote, the excerpt starts
+/// where the two contents part.
+pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>) -> Value {
+    let mut detail = match &observed.change {
+        FsChange::Created {
+            kind, digest, mode, ..
+        } => json!({
+            "kind": format!("{kind:?}").to_lowercase(), "mode": format!("{mode:o}"),
+            "size": digest.as_ref().map(|d| d.size), "blake3": digest.as_ref().map(|d| &d.blake3)}),
+        FsChange::Modified { old, new, .. } => json!({
+            "size": new.size, "blake3": new.blake3, "old_size": old.size, "old_blake3": old.blake3}),
+        FsChange::Renamed { from, to, digest } => {
+            json!({"from": from, "to": to, "size": digest.size, "blake3": digest.blake3})
+        }
+        FsChange::Deleted { was, .. } => json!({"was": format!("{was:?}").to_lowercase()}),
+        FsChange::DirReplaced { .. } => json!({"opaque": true}),
+        FsChange::ModeChanged { old, new, .. } => {
+            json!({"old_mode": format!("{old:o}"), "new_mode": format!("{new:o}")})
+        }
+        FsChange::OwnerChanged { old, new, .. } => json!({"old_owner": old, "new_owner": new}),
+        FsChange::Symlink {
+            target, previous, ..
+        } => json!({"target": target, "previous": previous}),
+    };
+    let baseline = control
+        .and_then(|c| c.content.as_deref())
+        .or(observed.old_content.as_deref());
+    if let Some(content) = &observed.content {
+        let from = baseline.map_or(0, |b| common_prefix(b, content));
+        let end = content.len().min(from + EXCERPT);
+        detail["excerpt"] = json!(String::from_utf8_lossy(&content[from..end]));
+        detail["excerpt_offset"] = json!(from);
+    }
+    if let Some(control) = control {
+        detail["control"] = json!({"fingerprint": fingerprint(&control.change), "size": control.content.as_ref().map(Vec::len)});
+    }
+    if !observed.writes.is_empty() {
+        detail["writes_ms"] = json!(
+            observed
+                .writes
+                .iter()
+                .map(|d| d.as_millis() as u64)
+                .collect::<Vec<_>>()
+        );
+    }
+    detail
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The class's name as the contracts write it (`created`, `modified`, …).
+pub(crate) fn class_name(class: EffectClass) -> String {
+    serde_json::to_value(class)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vac_sandbox::FileDigest;
+
+    fn created(path: &str, content: &[u8]) -> ObservedChange {
+        let digest = FileDigest {
+            size: content.len() as u64,
+            blake3: blake3::hash(content).to_hex().to_string(),
+        };
+        ObservedChange {
+            change: FsChange::Created {
+                path: path.into(),
+                kind: NodeKind::File,
+                digest: Some(digest),
+                mode: 0o644,
+            },
+            content: Some(content.to_vec()),
+            old_content: None,
+            writes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn nonces_are_normalised() {
+        assert_eq!(
+            normalise(Path::new("/lab/work/notes/vac-nonce-12ab.md")),
+            "/lab/work/notes/vac-nonce-*.md"
+        );
+        assert_eq!(normalise(Path::new("/lab/plain")), "/lab/plain");
+    }
+
+    #[test]
+    fn identical_control_changes_are_subtracted_but_a_longer_log_is_not() {
+        let control = vec![
+            created("/lab/home/log", b"started\n"),
+            created("/lab/home/cache", b"c"),
+        ];
+        let subject = vec![
+            created("/lab/home/log", b"started\nread notes/a.md\n"),
+            created("/lab/home/cache", b"c"),
+        ];
+        let (attributable, subtracted) = subtract(&subject, &control);
+        assert_eq!(subtracted.len(), 1);
+        assert_eq!(attributable.len(), 1);
+        let detail = detail(&attributable[0].observed, attributable[0].control.as_ref());
+        assert_eq!(detail["excerpt"], "read notes/a.md\n");
+        assert_eq!(detail["excerpt_offset"], 8);
+    }
+
+    #[test]
+    fn nonce_paths_match_across_runs() {
+        let control = vec![created("/lab/work/vac-nonce-aaaa", b"x")];
+        let subject = vec![created("/lab/work/vac-nonce-bbbb", b"x")];
+        assert!(subtract(&subject, &control).0.is_empty());
+    }
+
+    fn call(index: usize, requested: u64, answered: u64) -> CallRecord {
+        CallRecord {
+            index,
+            tool: "t".into(),
+            arguments: Default::default(),
+            outcome: Ok(crate::client::CallOutcome {
+                request_id: json!(index),
+                result: None,
+                error: None,
+                requested_at: Duration::from_millis(requested),
+                answered_at: Duration::from_millis(answered),
+            }),
+        }
+    }
+
+    #[test]
+    fn writes_are_attributed_to_the_window_that_holds_them() {
+        let calls = [call(3, 100, 200), call(4, 300, 400)];
+        let at = |ms| attribute(Duration::from_millis(ms), &calls).0;
+        assert_eq!(at(150), Attribution::Call(3));
+        assert_eq!(at(250), Attribution::AfterResponse(3));
+        assert_eq!(at(350), Attribution::Call(4));
+        assert_eq!(at(900), Attribution::AfterResponse(4));
+        assert_eq!(at(50), Attribution::Unattributed);
+    }
+
+    #[test]
+    fn a_log_appended_in_several_calls_names_each_call_and_drops_startup() {
+        let calls = [call(3, 100, 200), call(4, 300, 400)];
+        let writes: Vec<Duration> = [20, 150, 350, 360].map(Duration::from_millis).to_vec();
+        let found: Vec<Attribution> = attributions(&writes, &calls)
+            .into_iter()
+            .map(|a| a.0)
+            .collect();
+        assert_eq!(found, [Attribution::Call(3), Attribution::Call(4)]);
+        let outside = attributions(&[], &calls);
+        assert_eq!(outside[0].0, Attribution::Call(3));
+    }
+}

@@ -1,0 +1,245 @@
+//! Argument synthesis: from a tool's `inputSchema` to the calls a probe makes (SPEC §3.5).
+//!
+//! Path-like fields get the planted note (relative and absolute) and a never-existing nonce
+//! path; enums each value (bounded); strings a canary token; numbers and the rest a minimal
+//! valid value. One call varies one field at a time from a base that uses each field's first
+//! candidate, so every candidate is tried and the call count stays small.
+
+use serde_json::{Map, Value};
+
+/// Files the lab holds for read tools, as the server sees them.
+#[derive(Debug, Clone)]
+pub struct Plants {
+    /// The planted note, relative to the server's working directory.
+    pub note_relative: String,
+    /// The planted note, absolute.
+    pub note_absolute: String,
+    /// A never-existing path, unique to this probe.
+    pub nonce_path: String,
+    /// A token that must never come back (planted nowhere else).
+    pub canary: String,
+}
+
+/// One call the probe will make.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCall {
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+}
+
+const PATH_NAMES: [&str; 10] = [
+    "path",
+    "file",
+    "filename",
+    "filepath",
+    "file_path",
+    "dir",
+    "directory",
+    "folder",
+    "root",
+    "location",
+];
+const MAX_ENUM_VALUES: usize = 4;
+const MAX_REF_DEPTH: usize = 8;
+
+/// The calls for one tool, at most `max_calls`.
+pub fn plan_tool(
+    tool: &str,
+    schema: &Value,
+    plants: &Plants,
+    max_calls: usize,
+) -> Vec<PlannedCall> {
+    let properties = resolve(schema, schema, 0)
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = resolve(schema, schema, 0)
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields: Vec<(String, Vec<Value>)> = Vec::new();
+    for (name, property) in &properties {
+        let property = resolve(schema, property, 0);
+        let path_like = is_path_like(name, property);
+        if !required.contains(&name.as_str()) && !path_like {
+            continue;
+        }
+        fields.push((name.clone(), candidates(property, path_like, plants)));
+    }
+    let base: Map<String, Value> = fields
+        .iter()
+        .map(|(n, c)| (n.clone(), c[0].clone()))
+        .collect();
+    let mut calls = vec![PlannedCall {
+        tool: tool.to_string(),
+        arguments: base.clone(),
+    }];
+    for (name, values) in &fields {
+        for value in values.iter().skip(1) {
+            let mut arguments = base.clone();
+            arguments.insert(name.clone(), value.clone());
+            calls.push(PlannedCall {
+                tool: tool.to_string(),
+                arguments,
+            });
+        }
+    }
+    calls.truncate(max_calls.max(1));
+    calls
+}
+
+/// Whether any field of the tool takes a path.
+pub fn has_path_argument(schema: &Value) -> bool {
+    let root = resolve(schema, schema, 0);
+    root.get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| {
+            p.iter()
+                .any(|(name, property)| is_path_like(name, resolve(schema, property, 0)))
+        })
+}
+
+fn is_path_like(name: &str, property: &Value) -> bool {
+    let name = name.to_ascii_lowercase();
+    let typed_string = property.get("type").is_none_or(|t| t == "string");
+    typed_string
+        && property.get("enum").is_none()
+        && (PATH_NAMES.contains(&name.as_str())
+            || name.ends_with("_path")
+            || name.ends_with("_file")
+            || name.ends_with("_dir"))
+}
+
+fn candidates(property: &Value, path_like: bool, plants: &Plants) -> Vec<Value> {
+    if path_like {
+        return [
+            &plants.note_relative,
+            &plants.note_absolute,
+            &plants.nonce_path,
+        ]
+        .map(|p| Value::String(p.clone()))
+        .to_vec();
+    }
+    if let Some(values) = property
+        .get("enum")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+    {
+        return values.iter().take(MAX_ENUM_VALUES).cloned().collect();
+    }
+    if let Some(value) = property.get("const") {
+        return vec![value.clone()];
+    }
+    let kind = property
+        .get("type")
+        .and_then(|t| t.as_str().or_else(|| t.as_array()?.first()?.as_str()));
+    vec![match kind {
+        Some("integer") | Some("number") => minimum(property),
+        Some("boolean") => Value::Bool(true),
+        Some("array") => Value::Array(Vec::new()),
+        Some("object") => Value::Object(Map::new()),
+        Some("null") => Value::Null,
+        _ => Value::String(plants.canary.clone()),
+    }]
+}
+
+fn minimum(property: &Value) -> Value {
+    property.get("minimum").cloned().unwrap_or(Value::from(1))
+}
+
+/// Follows a local `$ref` (`#/$defs/…` or `#/definitions/…`), at most a few levels deep.
+fn resolve<'a>(root: &'a Value, value: &'a Value, depth: usize) -> &'a Value {
+    let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
+        return value;
+    };
+    if depth >= MAX_REF_DEPTH {
+        return value;
+    }
+    let Some(pointer) = reference.strip_prefix('#') else {
+        return value;
+    };
+    match root.pointer(pointer) {
+        Some(target) => resolve(root, target, depth + 1),
+        None => value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plants() -> Plants {
+        Plants {
+            note_relative: "notes/welcome.md".into(),
+            note_absolute: "/lab/work/notes/welcome.md".into(),
+            nonce_path: "notes/vac-nonce-abc.md".into(),
+            canary: "vac-canary-abc".into(),
+        }
+    }
+
+    #[test]
+    fn path_fields_get_the_note_both_ways_and_a_nonce() {
+        let schema =
+            json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]});
+        let calls = plan_tool("read_note", &schema, &plants(), 6);
+        let paths: Vec<&str> = calls
+            .iter()
+            .map(|c| c.arguments["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "notes/welcome.md",
+                "/lab/work/notes/welcome.md",
+                "notes/vac-nonce-abc.md"
+            ]
+        );
+    }
+
+    #[test]
+    fn enums_each_value_and_required_strings_a_canary() {
+        let schema = json!({"type":"object","properties":{
+            "datasource":{"type":"string","enum":["analytics","reporting"]},
+            "query":{"type":"string"},
+            "optional":{"type":"string"}},"required":["datasource","query"]});
+        let calls = plan_tool("query_data", &schema, &plants(), 6);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].arguments["query"], "vac-canary-abc");
+        assert_eq!(calls[1].arguments["datasource"], "reporting");
+        assert!(!calls[0].arguments.contains_key("optional"));
+    }
+
+    #[test]
+    fn refs_into_defs_are_followed_and_no_schema_means_one_empty_call() {
+        let schema = json!({"type":"object","properties":{"action":{"$ref":"#/$defs/Action"},"n":{"type":"integer","minimum":3}},
+            "required":["action","n"],"$defs":{"Action":{"type":"string","enum":["read","write"]}}});
+        let calls = plan_tool("file_manager", &schema, &plants(), 6);
+        assert_eq!(calls[0].arguments["action"], "read");
+        assert_eq!(calls[0].arguments["n"], 3);
+        assert_eq!(calls[1].arguments["action"], "write");
+        let none = plan_tool("get_config", &json!({"type":"object"}), &plants(), 6);
+        assert_eq!(
+            none,
+            vec![PlannedCall {
+                tool: "get_config".into(),
+                arguments: Map::new()
+            }]
+        );
+    }
+
+    #[test]
+    fn self_referencing_refs_stop() {
+        let schema = json!({"$ref":"#","properties":{}});
+        assert_eq!(plan_tool("loop", &schema, &plants(), 3).len(), 1);
+        assert!(!has_path_argument(&schema));
+    }
+
+    #[test]
+    fn the_budget_caps_the_calls() {
+        let schema = json!({"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["a","b","c","d","e"]}},"required":["path","mode"]});
+        assert_eq!(plan_tool("t", &schema, &plants(), 4).len(), 4);
+    }
+}

@@ -1,0 +1,291 @@
+//! One sandboxed run of a server: spawn, handshake, tools/list, the planned calls, a quiet
+//! period, shutdown, teardown, then the write witness (SPEC §3.4).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use vac_contracts::ErrorKind;
+use vac_sandbox::{
+    FsEvent, FsEventKind, LabEvents, Running, Sandbox, SandboxError, SelfTest, Termination,
+};
+
+use super::effects::{self, ObservedChange};
+use super::plan::PlannedCall;
+use crate::client::{
+    CallError, CallOutcome, ClientError, ClientOptions, Frame, FrameLog, FrameLogStats, McpSession,
+    ServerStreams, ToolList,
+};
+
+/// Control runs make no tool call; subject runs make the plan's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Control,
+    Subject,
+}
+
+/// How long to wait for a server to go quiet after its last answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Quiet {
+    /// No new filesystem event and no extra process for this long means quiet.
+    pub settle: Duration,
+    /// Never wait longer than this.
+    pub max: Duration,
+}
+
+/// A sensor's self-test result in one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reading {
+    Live(String),
+    Blind(String),
+}
+
+/// One call and what came back.
+#[derive(Debug, Clone)]
+pub(crate) struct CallRecord {
+    pub(crate) index: usize,
+    pub(crate) tool: String,
+    pub(crate) arguments: Map<String, Value>,
+    pub(crate) outcome: Result<CallOutcome, String>,
+}
+
+/// Why a run did not complete normally.
+#[derive(Debug, Clone)]
+pub(crate) struct RunFailure {
+    pub(crate) kind: ErrorKind,
+    pub(crate) detail: String,
+}
+
+/// Everything one run observed.
+#[derive(Debug)]
+pub(crate) struct RunOutput {
+    pub(crate) id: String,
+    pub(crate) role: Role,
+    pub(crate) tool: Option<String>,
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) frame_stats: FrameLogStats,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) tools: Option<ToolList>,
+    pub(crate) calls: Vec<CallRecord>,
+    pub(crate) changes: Vec<ObservedChange>,
+    pub(crate) fs_writes: Reading,
+    pub(crate) fs_events: Reading,
+    pub(crate) failure: Option<RunFailure>,
+    pub(crate) termination: Option<Termination>,
+}
+
+const MAX_EVENTS: usize = 100_000;
+
+/// Runs the server once. `first_index` numbers the calls globally across runs.
+pub(crate) async fn execute(
+    sandbox: &Sandbox,
+    role: Role,
+    tool: Option<&str>,
+    calls: &[PlannedCall],
+    first_index: usize,
+    quiet: Quiet,
+    options: &ClientOptions,
+) -> Result<RunOutput, SandboxError> {
+    let mut running = sandbox.spawn()?;
+    let started = running.started();
+    let log = FrameLog::new(started);
+    let last_event = Arc::new(AtomicU64::new(0));
+    let collector = running
+        .take_events()
+        .map(|events| tokio::spawn(collect(events, Arc::clone(&last_event))));
+    let (stdout, stdin, stderr) = (
+        running.take_stdout(),
+        running.take_stdin(),
+        running.take_stderr(),
+    );
+    let mut output = RunOutput {
+        id: running.id().to_string(),
+        role,
+        tool: tool.map(str::to_string),
+        frames: Vec::new(),
+        frame_stats: log.stats(),
+        protocol_version: None,
+        tools: None,
+        calls: Vec::new(),
+        changes: Vec::new(),
+        fs_writes: Reading::Blind("the run ended before the witness walked".into()),
+        fs_events: Reading::Blind("no lab event stream".into()),
+        failure: None,
+        termination: None,
+    };
+    if let (Some(stdout), Some(stdin), Some(stderr)) = (stdout, stdin, stderr) {
+        let streams = ServerStreams::new(stdout, stdin).with_stderr(stderr);
+        converse(
+            &mut running,
+            streams,
+            &log,
+            calls,
+            first_index,
+            quiet,
+            options,
+            &last_event,
+            &mut output,
+        )
+        .await;
+    }
+    output.termination = running.termination();
+    let stopped = running.stop()?;
+    output.termination = stopped.termination();
+    match stopped.witness().collect() {
+        Ok(report) => {
+            output.fs_writes = match &report.self_test {
+                SelfTest::Live { marker } => Reading::Live(format!(
+                    "marker {} seen in the upper layer",
+                    marker.display()
+                )),
+                SelfTest::Blind { reason, .. } => Reading::Blind(reason.clone()),
+                SelfTest::NotRun => Reading::Blind("no marker was written".into()),
+            };
+            output.changes = effects::observe(&stopped, report.changes);
+        }
+        Err(error) => output.fs_writes = Reading::Blind(format!("the witness failed: {error}")),
+    }
+    let marker = stopped.marker().ok().map(|m| m.path.clone());
+    drop(stopped); // teardown ends the event stream
+    let (events, lost) = match collector {
+        Some(task) => tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => (Vec::new(), None),
+    };
+    output.fs_events = match (lost, marker) {
+        (Some(lost), _) => Reading::Blind(lost),
+        (None, Some(marker))
+            if events
+                .iter()
+                .any(|e| e.kind == FsEventKind::Open && e.path == marker) =>
+        {
+            Reading::Live(format!("open of marker {} seen", marker.display()))
+        }
+        (None, _) => Reading::Blind("the marker's open was not seen".into()),
+    };
+    effects::stamp(&mut output.changes, &events);
+    output.frames = log.drain();
+    output.frame_stats = log.stats();
+    Ok(output)
+}
+
+#[expect(clippy::too_many_arguments, reason = "one run's state, threaded once")]
+async fn converse(
+    running: &mut Running,
+    streams: ServerStreams,
+    log: &FrameLog,
+    calls: &[PlannedCall],
+    first_index: usize,
+    quiet: Quiet,
+    options: &ClientOptions,
+    last_event: &AtomicU64,
+    output: &mut RunOutput,
+) {
+    let mut session = match McpSession::connect(streams, log.clone(), options.clone()).await {
+        Ok(session) => session,
+        Err(error) => {
+            output.failure = Some(failure("initialize", &error));
+            return;
+        }
+    };
+    output.protocol_version = Some(session.protocol_version().to_string());
+    match session.list_tools().await {
+        Ok(tools) => output.tools = Some(tools),
+        Err(error) => {
+            output.failure = Some(failure("tools/list", &error));
+            session.shutdown().await;
+            return;
+        }
+    }
+    let baseline = running.process_count();
+    for (offset, call) in calls.iter().enumerate() {
+        let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
+        let failed = outcome
+            .as_ref()
+            .err()
+            .map(|e| failure(&format!("tools/call {}", call.tool), e));
+        let timed_out = matches!(
+            &outcome,
+            Ok(CallOutcome {
+                error: Some(CallError::Timeout { .. }),
+                ..
+            })
+        );
+        output.calls.push(CallRecord {
+            index: first_index + offset,
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            outcome: outcome.map_err(|e| e.to_string()),
+        });
+        if timed_out {
+            output.failure = Some(RunFailure {
+                kind: ErrorKind::Timeout,
+                detail: format!("tools/call {} timed out", call.tool),
+            });
+        }
+        if let Some(failed) = failed {
+            output.failure = Some(failed);
+            break;
+        }
+    }
+    settle(running, baseline, last_event, quiet).await;
+    session.shutdown().await;
+}
+
+/// Waits until no process beyond the post-handshake ones is alive and the lab has been
+/// still for `settle`, or `max` has passed: delayed effects land inside the run.
+async fn settle(running: &Running, baseline: usize, last_event: &AtomicU64, quiet: Quiet) {
+    let deadline = Instant::now() + quiet.max;
+    loop {
+        tokio::time::sleep(quiet.settle).await;
+        let since_start = running.started().elapsed().as_millis() as u64;
+        let still_for =
+            Duration::from_millis(since_start.saturating_sub(last_event.load(Ordering::Relaxed)));
+        let extra_processes = running.process_count() > baseline;
+        if (!extra_processes && still_for >= quiet.settle) || Instant::now() >= deadline {
+            return;
+        }
+    }
+}
+
+async fn collect(
+    mut events: LabEvents,
+    last_event: Arc<AtomicU64>,
+) -> (Vec<FsEvent>, Option<String>) {
+    let mut seen = Vec::new();
+    let mut overflow = 0u64;
+    while let Some(event) = events.recv().await {
+        last_event.store(event.since_start.as_millis() as u64, Ordering::Relaxed);
+        if seen.len() < MAX_EVENTS {
+            seen.push(event);
+        } else {
+            overflow += 1;
+        }
+    }
+    let lost = if events.overflowed() || events.dropped() > 0 || overflow > 0 {
+        Some(format!(
+            "lab events lost: kernel queue overflow {}, dropped {}",
+            events.overflowed(),
+            events.dropped() + overflow
+        ))
+    } else {
+        None
+    };
+    (seen, lost)
+}
+
+fn failure(during: &str, error: &ClientError) -> RunFailure {
+    let kind = match error {
+        ClientError::Timeout { .. } => ErrorKind::Timeout,
+        ClientError::Closed { .. } | ClientError::Read(_) => ErrorKind::Crash,
+        _ => ErrorKind::Protocol,
+    };
+    RunFailure {
+        kind,
+        detail: format!("{during}: {error}"),
+    }
+}
