@@ -1,0 +1,362 @@
+//! End to end: the real `vac` binary probes the built-in fixtures, a third-party server and
+//! hostile commands inside the sandbox. Needs root; skips visibly elsewhere, fails under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const VAC: &str = env!("CARGO_BIN_EXE_vac");
+const PLANTED: [&str; 4] = ["read_note", "open_note", "get_config", "index_notes"];
+
+fn privileged(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+        "{test} needs root and VAC_REQUIRE_PRIVILEGED is set"
+    );
+    eprintln!("SKIPPED {test}: needs root (vac probe runs servers in the sandbox)");
+    false
+}
+
+struct Probe {
+    output: Output,
+    json: Value,
+    receipts: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn probe(extra: &[&str], command: &[&str]) -> Probe {
+    let dir = tempfile::tempdir().unwrap();
+    let receipts = dir.path().join("receipts");
+    let mut args: Vec<String> = vec![
+        "probe".into(),
+        "--json".into(),
+        "--out".into(),
+        receipts.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(command.iter().map(|s| s.to_string()));
+    let output = Command::new(VAC).args(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {stdout:?} stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    Probe {
+        output,
+        json,
+        receipts,
+        _dir: dir,
+    }
+}
+
+fn fixture(mode: &str) -> Probe {
+    probe(&[], &[VAC, "fixture", "--mode", mode])
+}
+
+fn cells<'a>(json: &'a Value, verdict: &str) -> Vec<&'a Value> {
+    json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["verdict"] == verdict)
+        .collect()
+}
+
+fn verify(dir: &Path) -> Output {
+    Command::new(VAC).arg("verify").arg(dir).output().unwrap()
+}
+
+#[test]
+fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
+    if !privileged("dishonest_twin_fs_writes_are_confirmed_with_evidence") {
+        return;
+    }
+    let probe = fixture("dishonest");
+    assert_eq!(
+        probe.output.status.code(),
+        Some(1),
+        "a confirmed violation exits 1"
+    );
+    let confirmed = cells(&probe.json, "confirmed");
+    let mut tools: Vec<&str> = confirmed
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    tools.sort();
+    let mut expected = PLANTED.to_vec();
+    expected.sort();
+    assert_eq!(tools, expected, "{:#}", probe.json["verdicts"]);
+    for cell in &confirmed {
+        assert_eq!(cell["clause"], "fs.write");
+        let evidence = &cell["evidence"];
+        let effects = evidence["effects"].as_array().unwrap();
+        assert!(!effects.is_empty());
+        let file = effects
+            .iter()
+            .find(|e| e["detail"]["blake3"].is_string())
+            .expect("a written file with its hash");
+        assert!(
+            file["detail"]["excerpt"]
+                .as_str()
+                .is_some_and(|x| !x.is_empty()),
+            "{file}"
+        );
+        assert!(
+            !evidence["calls"].as_array().unwrap().is_empty(),
+            "the calls that caused it"
+        );
+        let subtracted: Vec<&str> = evidence["control_subtracted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            subtracted.contains(&"/lab/home/.notes-server/server.log"),
+            "startup log subtracted: {subtracted:?}"
+        );
+        let live = evidence["sensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sensor"] == "fs_writes" && s["status"] == "live");
+        assert!(live, "self-test live: {}", evidence["sensors"]);
+        assert_eq!(cell["contract"], probe.json["contract"]);
+    }
+    let by_tool = |tool: &str| {
+        confirmed.iter().find(|c| c["tool"] == tool).unwrap()["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    // The log the control run also writes: the tool's extra bytes are the evidence.
+    let log = by_tool("read_note");
+    assert!(
+        log.iter()
+            .all(|e| e["path"] == "/lab/home/.notes-server/server.log")
+    );
+    assert!(
+        log[0]["detail"]["excerpt"]
+            .as_str()
+            .unwrap()
+            .starts_with("read "),
+        "{}",
+        log[0]
+    );
+    assert!(
+        by_tool("open_note")
+            .iter()
+            .any(|e| e["path"].as_str().unwrap().contains("vac-nonce-"))
+    );
+    assert!(
+        by_tool("get_config")
+            .iter()
+            .any(|e| e["path"] == "/lab/tmp/notes-config.lock")
+    );
+    let index = by_tool("index_notes");
+    let db = index
+        .iter()
+        .find(|e| e["path"] == "/lab/home/.notes-index/index.db")
+        .expect("index.db");
+    assert!(
+        db["attribution"]["after_response"].is_number(),
+        "the detached write came after the response: {db}"
+    );
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn honest_twin_has_no_confirmed_cell() {
+    if !privileged("honest_twin_has_no_confirmed_cell") {
+        return;
+    }
+    let probe = fixture("honest");
+    assert_eq!(
+        probe.output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&probe.output.stderr)
+    );
+    assert!(
+        cells(&probe.json, "confirmed").is_empty(),
+        "{:#}",
+        probe.json["verdicts"]
+    );
+    assert!(
+        cells(&probe.json, "errored").is_empty(),
+        "{:#}",
+        probe.json["verdicts"]
+    );
+    for cell in probe.json["verdicts"].as_array().unwrap() {
+        match cell["verdict"].as_str().unwrap() {
+            "refuted" => {
+                let sensors = cell["evidence"]["sensors"].as_array().unwrap();
+                assert!(
+                    sensors
+                        .iter()
+                        .any(|s| s["sensor"] == "fs_writes" && s["status"] == "live"),
+                    "{cell}"
+                );
+                assert!(cell["evidence"]["calls"].as_u64().unwrap() > 0);
+            }
+            "skipped" => assert_eq!(cell["reason"], "nothing_promised", "{cell}"),
+            other => panic!("unexpected verdict {other}: {cell}"),
+        }
+    }
+    let refuted: Vec<&str> = cells(&probe.json, "refuted")
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    for tool in PLANTED {
+        assert!(refuted.contains(&tool), "{tool} should be refuted");
+    }
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn broad_server_declared_writes_are_skipped_not_flagged() {
+    if !privileged("broad_server_declared_writes_are_skipped_not_flagged") {
+        return;
+    }
+    let probe = fixture("broad");
+    assert_eq!(probe.output.status.code(), Some(0));
+    assert!(cells(&probe.json, "confirmed").is_empty());
+    let manager: Vec<&Value> = probe.json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tool"] == "file_manager")
+        .collect();
+    assert_eq!(manager.len(), 2);
+    assert!(
+        manager
+            .iter()
+            .all(|c| c["verdict"] == "skipped" && c["reason"] == "nothing_promised"),
+        "{manager:?}"
+    );
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn a_flipped_byte_in_the_receipts_is_named_by_verify() {
+    if !privileged("a_flipped_byte_in_the_receipts_is_named_by_verify") {
+        return;
+    }
+    let probe = fixture("dishonest");
+    let log = probe.receipts.join("receipts.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let lines: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i)
+        .collect();
+    // A byte inside the body of a record in the middle of the log.
+    let at = lines[lines.len() / 2] + 30;
+    bytes[at] = if bytes[at] == b'a' { b'b' } else { b'a' };
+    std::fs::write(&log, bytes).unwrap();
+    let output = verify(&probe.receipts);
+    assert_eq!(output.status.code(), Some(4), "a broken chain exits 4");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("BROKEN") && text.contains("line"), "{text}");
+}
+
+#[test]
+fn commands_that_are_not_mcp_servers_are_errored_with_the_reason() {
+    if !privileged("commands_that_are_not_mcp_servers_are_errored_with_the_reason") {
+        return;
+    }
+    let cases: [(&[&str], &str); 4] = [
+        (&["/bin/sh", "-c", "exit 3"], "closed"),
+        (
+            &["/bin/sh", "-c", "echo 'this is not json'; sleep 60"],
+            "not json-rpc",
+        ),
+        (
+            &["/bin/sh", "-c", "head -c 4096 /dev/urandom; echo; sleep 60"],
+            "not json-rpc",
+        ),
+        (&["/bin/sleep", "600"], "no answer within 3s"),
+    ];
+    for (command, expected) in cases {
+        let probe = probe(&["--timeout", "3"], command);
+        assert_eq!(
+            probe.output.status.code(),
+            Some(3),
+            "{command:?}: could not run exits 3"
+        );
+        assert_eq!(probe.json["status"], "errored", "{command:?}");
+        let error = probe.json["error"].as_str().unwrap().to_lowercase();
+        assert!(error.contains(expected), "{command:?}: {error}");
+        assert_eq!(
+            verify(&probe.receipts).status.code(),
+            Some(0),
+            "{command:?}: receipts still verify"
+        );
+    }
+}
+
+#[test]
+fn a_hundred_megabyte_line_is_errored_with_bounded_memory() {
+    if !privileged("a_hundred_megabyte_line_is_errored_with_bounded_memory") {
+        return;
+    }
+    let script = "head -c 100000000 /dev/zero | tr '\\0' x; echo; sleep 60";
+    let probe = probe(&["--timeout", "20"], &["/bin/sh", "-c", script]);
+    assert_eq!(probe.output.status.code(), Some(3));
+    let error = probe.json["error"].as_str().unwrap();
+    assert!(error.contains("line") || error.contains("bytes"), "{error}");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    // Every descendant waited for so far, vac included: none held the line whole.
+    let usage =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    assert!(
+        usage.max_rss() < 150 * 1024,
+        "max RSS {} KiB",
+        usage.max_rss()
+    );
+}
+
+/// A real server from npm, installed by `.ci/install-thirdparty.sh`.
+const FILESYSTEM_SERVER: &str =
+    "/opt/vac-thirdparty/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
+
+#[test]
+fn a_third_party_filesystem_server_is_audited_end_to_end() {
+    if !privileged("a_third_party_filesystem_server_is_audited_end_to_end") {
+        return;
+    }
+    if !Path::new(FILESYSTEM_SERVER).exists() {
+        assert!(
+            std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+            "run .ci/install-thirdparty.sh first"
+        );
+        eprintln!(
+            "SKIPPED a_third_party_filesystem_server_is_audited_end_to_end: run .ci/install-thirdparty.sh"
+        );
+        return;
+    }
+    let probe = probe(&[], &["/usr/bin/node", FILESYSTEM_SERVER, "/lab/work"]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    assert!(probe.json["tools"].as_u64().unwrap() >= 10);
+    let cell = |tool: &str, clause: &str| {
+        probe.json["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["tool"] == tool && c["clause"] == clause)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(cell("read_text_file", "fs.write")["verdict"], "refuted");
+    assert_eq!(cell("list_directory", "fs.write")["verdict"], "refuted");
+    assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
