@@ -107,6 +107,10 @@ impl RunDir {
             path: dir.path.clone(),
             source,
         })?;
+        // Who owns the run: a later sweep removes runs whose owner died without teardown.
+        let owner = dir.path.join(OWNER_FILE);
+        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default())
+            .map_err(|source| RunDirError::Create { path: owner, source })?;
         for sub in ["lab", "lower", "upper", "work", "merged"] {
             let sub = dir.path.join(sub);
             fs::create_dir(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
@@ -186,34 +190,67 @@ impl RunDir {
     /// Unmounts and removes everything; with `keep`, leaves the tmpfs (upper and lab) in place
     /// for inspection and only drops the host root bind.
     pub(crate) fn remove(&mut self, keep: bool) -> Result<(), RunDirError> {
+        let mount_error = |what, path: PathBuf| move |source| RunDirError::Mount { what, path, source };
         if self.lower {
-            umount2(&self.lower(), MntFlags::MNT_DETACH).map_err(|source| RunDirError::Mount {
-                what: "unmount the host root bind",
-                path: self.lower(),
-                source,
-            })?;
+            match umount2(&self.lower(), MntFlags::MNT_DETACH) {
+                // EINVAL: not a mount point (a run swept after a crash mid-setup).
+                Ok(()) | Err(Errno::EINVAL) => {}
+                Err(e) => return Err(mount_error("unmount the host root bind", self.lower())(e)),
+            }
             self.lower = false;
         }
         if keep {
+            // A kept run has no owner: sweeps leave it for whoever asked to keep it.
+            let _ = fs::remove_file(self.path.join(OWNER_FILE));
             return Ok(());
         }
         if self.tmpfs {
-            umount2(&self.path, MntFlags::MNT_DETACH).map_err(|source| RunDirError::Mount {
-                what: "unmount the run tmpfs",
-                path: self.path.clone(),
-                source,
-            })?;
+            match umount2(&self.path, MntFlags::MNT_DETACH) {
+                Ok(()) | Err(Errno::EINVAL) => {}
+                Err(e) => return Err(mount_error("unmount the run tmpfs", self.path.clone())(e)),
+            }
             self.tmpfs = false;
         }
         match fs::remove_dir(&self.path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(RunDirError::Create {
-                path: self.path.clone(),
-                source,
-            }),
+            Err(source) => Err(RunDirError::Create { path: self.path.clone(), source }),
         }
     }
+}
+
+const OWNER_FILE: &str = "owner";
+
+/// `pid starttime`: a pid alone could be reused by an unrelated process.
+fn owner_stamp(pid: u32) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may itself hold spaces and parentheses.
+    let start = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?;
+    Some(format!("{pid} {start}"))
+}
+
+/// Removes run directories under `root` whose owning process is gone (a vac that was
+/// killed before its teardown ran): unmounts them and deletes them. Returns their ids.
+pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
+    let mut swept = Vec::new();
+    for entry in fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("run-") {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(stamp) = fs::read_to_string(path.join(OWNER_FILE)) else { continue };
+        let alive = stamp.split_whitespace().next().and_then(|p| p.parse().ok()).and_then(owner_stamp);
+        if alive.as_deref() == Some(stamp.as_str()) {
+            continue;
+        }
+        let mut stale = RunDir { path, tmpfs: true, lower: true };
+        match stale.remove(false) {
+            Ok(()) => swept.push(name),
+            Err(error) => tracing::warn!(run = %name, %error, "cannot sweep a stale run directory"),
+        }
+    }
+    swept
 }
 
 fn tmpfs_options(bytes: u64, inodes: u64) -> String {

@@ -192,6 +192,12 @@ impl Sandbox {
             return Err(SandboxError::NotRoot { uid: uid.as_raw() });
         }
         tokio::runtime::Handle::try_current().map_err(|_| SandboxError::NoRuntime)?;
+        let roots = CgroupRoots::detect(&config.cgroup_root)?;
+        for run in crate::rundir::sweep_stale(&config.run_root) {
+            // Its processes died with their lifeline; the empty group is all that is left.
+            let _ = roots.existing(&run).remove();
+            tracing::info!(%run, "removed a run left by a process that died before teardown");
+        }
         let started = Instant::now();
         let id = format!("run-{}", nonce());
         let mut guard = Guard::new(id.clone(), config.keep);
@@ -247,7 +253,6 @@ impl Sandbox {
                 (Resource::RLIMIT_CORE, 0),
             ],
         };
-        let roots = CgroupRoots::detect(&config.cgroup_root)?;
         let cgroup = guard.cgroup.insert(roots.create(&id, &config.limits)?);
         let plan = ChildPlan {
             cgroup_procs: cgroup.procs_files(),
