@@ -15,6 +15,7 @@ pub struct Lab {
     mount: PathBuf,
     template: Option<PathBuf>,
     planted: Vec<Planted>,
+    links: Vec<(PathBuf, PathBuf)>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,6 +55,7 @@ impl Lab {
             mount: PathBuf::from("/lab"),
             template: None,
             planted: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -89,6 +91,13 @@ impl Lab {
         self
     }
 
+    /// Plants a symbolic link at `path` (relative to the lab) pointing to `target`, which
+    /// may lead anywhere: a scope-escape trap, say.
+    pub fn symlink(mut self, path: impl Into<PathBuf>, target: impl Into<PathBuf>) -> Self {
+        self.links.push((path.into(), target.into()));
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), LabError> {
         let normal = self.mount.is_absolute()
             && self.mount.components().count() > 1
@@ -108,7 +117,8 @@ impl Lab {
                 path: template.clone(),
             });
         }
-        for path in self.planted.iter().map(|p| &p.path) {
+        let links = self.links.iter().map(|(path, _)| path);
+        for path in self.planted.iter().map(|p| &p.path).chain(links) {
             if !is_inside(path) {
                 return Err(LabError::PlantedPath { path: path.clone() });
             }
@@ -145,6 +155,13 @@ impl Lab {
             fs::write(&path, &planted.bytes).map_err(io(&path))?;
             fs::set_permissions(&path, fs::Permissions::from_mode(planted.mode))
                 .map_err(io(&path))?;
+        }
+        for (path, target) in &self.links {
+            let link = root.join(path);
+            if let Some(parent) = link.parent() {
+                fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            std::os::unix::fs::symlink(target, &link).map_err(io(&link))?;
         }
         fs::set_permissions(root.join("tmp"), fs::Permissions::from_mode(0o1777))
             .map_err(io(&root))?;
@@ -267,7 +284,8 @@ mod tests {
         let lab = Lab::new()
             .mount_at("/srv/lab")
             .template(template.path())
-            .plant_with_mode("home/.ssh/id_rsa", "secret", 0o600);
+            .plant_with_mode("home/.ssh/id_rsa", "secret", 0o600)
+            .symlink("work/notes/escape", "/lab/home");
         let (uid, gid) = (
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
@@ -281,5 +299,7 @@ mod tests {
         let key = fs::metadata(root.join("home/.ssh/id_rsa")).unwrap();
         assert_eq!(key.permissions().mode() & 0o777, 0o600);
         assert!(root.join("tmp").is_dir());
+        let link = fs::read_link(root.join("work/notes/escape")).unwrap();
+        assert_eq!(link, Path::new("/lab/home"));
     }
 }
