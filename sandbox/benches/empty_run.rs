@@ -19,7 +19,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Sandbox::builder(["/bin/true"]).build().unwrap();
+    let sandbox = Sandbox::builder(["/bin/true"])
+        .process_sensor(false)
+        .build()
+        .unwrap();
     let mut samples: Vec<Duration> = runtime.block_on(async {
         let mut samples = Vec::with_capacity(RUNS);
         for _ in 0..RUNS + 5 {

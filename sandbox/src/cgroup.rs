@@ -90,10 +90,17 @@ impl CgroupRoots {
     /// The existing group `vac/<name>`, e.g. one a crashed run left behind, to remove it.
     pub fn existing(&self, name: &str) -> Cgroup {
         match self {
-            CgroupRoots::V2 { root } => Cgroup { dirs: vec![root.join(GROUP_PARENT).join(name)], unified: true },
-            CgroupRoots::V1 { memory, pids, cpu } => {
-                Cgroup { dirs: [memory, pids, cpu].iter().map(|r| r.join(GROUP_PARENT).join(name)).collect(), unified: false }
-            }
+            CgroupRoots::V2 { root } => Cgroup {
+                dirs: vec![root.join(GROUP_PARENT).join(name)],
+                unified: true,
+            },
+            CgroupRoots::V1 { memory, pids, cpu } => Cgroup {
+                dirs: [memory, pids, cpu]
+                    .iter()
+                    .map(|r| r.join(GROUP_PARENT).join(name))
+                    .collect(),
+                unified: false,
+            },
         }
     }
 

@@ -24,6 +24,8 @@ pub enum FsEventKind {
     Create,
     Modify,
     CloseWrite,
+    /// A file opened without write access was closed: it was (at most) read.
+    CloseNoWrite,
     Delete,
     MovedFrom,
     MovedTo,
@@ -66,6 +68,7 @@ fn dir_mask() -> WatchMask {
     WatchMask::CREATE
         | WatchMask::MODIFY
         | WatchMask::CLOSE_WRITE
+        | WatchMask::CLOSE_NOWRITE
         | WatchMask::DELETE
         | WatchMask::MOVED_FROM
         | WatchMask::MOVED_TO
@@ -221,10 +224,11 @@ async fn pump(
 }
 
 fn kind_of(mask: EventMask) -> Option<FsEventKind> {
-    const KINDS: [(EventMask, FsEventKind); 8] = [
+    const KINDS: [(EventMask, FsEventKind); 9] = [
         (EventMask::CREATE, FsEventKind::Create),
         (EventMask::MODIFY, FsEventKind::Modify),
         (EventMask::CLOSE_WRITE, FsEventKind::CloseWrite),
+        (EventMask::CLOSE_NOWRITE, FsEventKind::CloseNoWrite),
         (EventMask::DELETE, FsEventKind::Delete),
         (EventMask::MOVED_FROM, FsEventKind::MovedFrom),
         (EventMask::MOVED_TO, FsEventKind::MovedTo),

@@ -11,6 +11,13 @@
 //! checking that it sees the marker the sandbox wrote from inside ([`SelfTest`]). Dropping a
 //! run at any point tears it down: no process, mount or cgroup of it survives.
 //!
+//! The network sensor ([`SandboxBuilder::network_sensor`], on by default) puts a [`Sinkhole`]
+//! in the run's network namespace before the program starts: every address is local, a
+//! resolver answers every name, listeners keep the first bytes of TCP connections and a
+//! packet capture on `lo` logs every other attempt. [`Running::network`] gives its live log
+//! and sock_diag snapshots; [`Stopped::network_log`] the final [`NetworkLog`], whose
+//! [`NetSelfTest`] says whether the init's marker lookup and request were seen.
+//!
 //! The crate knows nothing of MCP, contracts or receipts. Every raw system call and `unsafe`
 //! block lives in the private `sys` module. Kernel-facing paths (cgroup root, run root) are
 //! parameters so the pieces are tested on temporary directories without root.
@@ -20,6 +27,8 @@ mod events;
 mod lab;
 mod limits;
 mod message;
+mod net;
+mod procs;
 mod rootfs;
 mod rundir;
 mod sandbox;
@@ -32,6 +41,15 @@ pub use events::{FsEvent, FsEventKind, LabEvents};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
 pub use message::Stage;
+pub use net::{
+    DEFAULT_PORTS, Datagram, DnsQuery, Dropped, HttpRequest, LogLimits, NetError, NetSelfTest,
+    NetworkLog, RawPacket, SINKHOLE_V4, SINKHOLE_V6, Sinkhole, SinkholeOptions, SocketEntry,
+    SocketOwner, TcpAttempt, Transport,
+};
+pub use procs::{
+    ArgvSource, Exec, Exit, Fork, LostEvents, ProcDropped, ProcError, ProcSelfTest,
+    ProcSensorFailure, ProcessLog, UidChange,
+};
 pub use rundir::RunDirError;
 pub use sandbox::{
     LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,

@@ -109,8 +109,12 @@ impl RunDir {
         })?;
         // Who owns the run: a later sweep removes runs whose owner died without teardown.
         let owner = dir.path.join(OWNER_FILE);
-        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default())
-            .map_err(|source| RunDirError::Create { path: owner, source })?;
+        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default()).map_err(
+            |source| RunDirError::Create {
+                path: owner,
+                source,
+            },
+        )?;
         for sub in ["lab", "lower", "upper", "work", "merged"] {
             let sub = dir.path.join(sub);
             fs::create_dir(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
@@ -190,7 +194,8 @@ impl RunDir {
     /// Unmounts and removes everything; with `keep`, leaves the tmpfs (upper and lab) in place
     /// for inspection and only drops the host root bind.
     pub(crate) fn remove(&mut self, keep: bool) -> Result<(), RunDirError> {
-        let mount_error = |what, path: PathBuf| move |source| RunDirError::Mount { what, path, source };
+        let mount_error =
+            |what, path: PathBuf| move |source| RunDirError::Mount { what, path, source };
         if self.lower {
             match umount2(&self.lower(), MntFlags::MNT_DETACH) {
                 // EINVAL: not a mount point (a run swept after a crash mid-setup).
@@ -214,7 +219,10 @@ impl RunDir {
         match fs::remove_dir(&self.path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(RunDirError::Create { path: self.path.clone(), source }),
+            Err(source) => Err(RunDirError::Create {
+                path: self.path.clone(),
+                source,
+            }),
         }
     }
 }
@@ -239,12 +247,22 @@ pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
             continue;
         }
         let path = entry.path();
-        let Ok(stamp) = fs::read_to_string(path.join(OWNER_FILE)) else { continue };
-        let alive = stamp.split_whitespace().next().and_then(|p| p.parse().ok()).and_then(owner_stamp);
+        let Ok(stamp) = fs::read_to_string(path.join(OWNER_FILE)) else {
+            continue;
+        };
+        let alive = stamp
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .and_then(owner_stamp);
         if alive.as_deref() == Some(stamp.as_str()) {
             continue;
         }
-        let mut stale = RunDir { path, tmpfs: true, lower: true };
+        let mut stale = RunDir {
+            path,
+            tmpfs: true,
+            lower: true,
+        };
         match stale.remove(false) {
             Ok(()) => swept.push(name),
             Err(error) => tracing::warn!(run = %name, %error, "cannot sweep a stale run directory"),

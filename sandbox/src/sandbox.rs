@@ -23,6 +23,9 @@ use crate::events::LabEvents;
 use crate::lab::{Lab, LabError, LabView};
 use crate::limits::{InvalidLimit, Limits};
 use crate::message::{MESSAGE_LEN, Message, Stage};
+use crate::net::probe::NetProbe;
+use crate::net::{NetSelfTest, NetSensor, NetworkLog, Sinkhole, SinkholeOptions};
+use crate::procs::{ProcSensor, ProcessLog};
 use crate::rootfs::{self, RootfsPlan};
 use crate::rundir::{RunDir, RunDirError};
 use crate::stages::{self, ChildFds, ChildPlan};
@@ -73,6 +76,8 @@ pub enum SandboxError {
     },
     #[error("cannot watch the lab")]
     Events(#[source] std::io::Error),
+    #[error("cannot start the process sensor")]
+    ProcessSensor(#[from] crate::procs::ProcError),
     #[error("processes {pids:?} of run {run} survived teardown and were killed")]
     Survivors { run: String, pids: Vec<i32> },
 }
@@ -98,6 +103,10 @@ pub struct SandboxBuilder {
     cgroup_root: PathBuf,
     hostname: String,
     keep: bool,
+    network_sensor: bool,
+    sinkhole: SinkholeOptions,
+    process_sensor: bool,
+    process_sensor_buffer: usize,
 }
 
 /// A validated run configuration; each [`Sandbox::spawn`] is a fresh run.
@@ -108,6 +117,8 @@ pub struct Sandbox {
 
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The proc connector hears the whole host; 8 MiB holds tens of thousands of events.
+const DEFAULT_PROC_CONNECTOR_BUFFER: usize = 8 << 20;
 
 impl Sandbox {
     /// Starts a configuration for `program args…`.
@@ -129,6 +140,10 @@ impl Sandbox {
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             hostname: "vac-sandbox".into(),
             keep: false,
+            network_sensor: true,
+            sinkhole: SinkholeOptions::default(),
+            process_sensor: true,
+            process_sensor_buffer: DEFAULT_PROC_CONNECTOR_BUFFER,
         }
     }
 }
@@ -163,6 +178,30 @@ impl SandboxBuilder {
     /// Keep the run directory (upper layer and lab) after teardown, for inspection.
     pub fn keep_run_dir(mut self, keep: bool) -> Self {
         self.keep = keep;
+        self
+    }
+
+    /// Runs the network sensor: a sinkhole in the run's network namespace (default on).
+    pub fn network_sensor(mut self, on: bool) -> Self {
+        self.network_sensor = on;
+        self
+    }
+    /// Ports, caps and timeouts of the sinkhole (its clock starts with each run).
+    pub fn sinkhole_options(mut self, options: SinkholeOptions) -> Self {
+        self.sinkhole = options;
+        self
+    }
+
+    /// Runs the process sensor: forks, execs with argv, exits and uid changes of the run's
+    /// processes (default on).
+    pub fn process_sensor(mut self, on: bool) -> Self {
+        self.process_sensor = on;
+        self
+    }
+    /// The process sensor's connector receive buffer in bytes (default 8 MiB). A tiny one
+    /// makes the sensor lose events and fail its self-test: a hook for testing that.
+    pub fn process_sensor_buffer(mut self, bytes: usize) -> Self {
+        self.process_sensor_buffer = bytes;
         self
     }
 
@@ -252,10 +291,19 @@ impl Sandbox {
                 (Resource::RLIMIT_NOFILE, config.limits.open_files),
                 (Resource::RLIMIT_CORE, 0),
             ],
+            net_probe: config.network_sensor.then(|| NetProbe::new(&nonce())),
+            exec_marker: None,
         };
         let cgroup = guard.cgroup.insert(roots.create(&id, &config.limits)?);
+        let exec_stage = config.process_sensor.then(|| {
+            let (procs, stage) = ProcSensor::prepare(config.process_sensor_buffer, &nonce());
+            guard.procs = Some(procs);
+            stage
+        });
+        let (exec_marker, exec_channel) = exec_stage.flatten().unzip();
         let plan = ChildPlan {
             cgroup_procs: cgroup.procs_files(),
+            exec_marker,
             ..plan
         };
 
@@ -273,6 +321,7 @@ impl Sandbox {
             stdin: stdin_read,
             stdout: stdout_write,
             stderr: stderr_write,
+            exec_channel,
         };
         match sys::fork().map_err(|errno| SandboxError::Host {
             what: "fork the sandbox monitor",
@@ -309,12 +358,37 @@ impl Sandbox {
             errno,
         })?;
         guard.init = Some(Arc::new(pidfd));
+        if let Some(procs) = guard.procs.as_mut() {
+            procs.start(init_pid.as_raw(), started)?;
+        }
         let host_root = PathBuf::from(format!("/proc/{init_pid}/root"));
         let events =
             LabEvents::start(host_root, view.root(), started).map_err(SandboxError::Events)?;
         guard.events_close = Some(events.closer());
 
-        write_go(guard.ctl.as_ref())?;
+        // The sinkhole must be up before the init's self-test and the program's first packet.
+        let network = match &plan.net_probe {
+            None => NetSensor::Off,
+            Some(probe) => {
+                let options = SinkholeOptions {
+                    epoch: started,
+                    probe_name: Some(probe.name.clone()),
+                    ..config.sinkhole.clone()
+                };
+                match Sinkhole::start(init_pid, options) {
+                    Ok(sinkhole) => NetSensor::On(sinkhole),
+                    Err(error) => NetSensor::Failed(format!(
+                        "the sinkhole could not start: {}",
+                        error_chain(&error)
+                    )),
+                }
+            }
+        };
+        let go = match network {
+            NetSensor::On(_) => stages::GO_WITH_NET_PROBE,
+            _ => stages::GO[1],
+        };
+        write_go(guard.ctl.as_ref(), go)?;
         let marker_errno = match read_message(&status_read, deadline, "writing the marker")? {
             Message::Marker(errno) => errno,
             _ => {
@@ -340,6 +414,9 @@ impl Sandbox {
             }
         };
 
+        if let Some(sinkhole) = network.sinkhole() {
+            sinkhole.mark_program_start();
+        }
         let host = |what| {
             move |e: std::io::Error| SandboxError::Host {
                 what,
@@ -371,6 +448,7 @@ impl Sandbox {
             wall_clock_hit,
             marker,
             marker_errno,
+            network,
             guard,
         })
     }
@@ -424,10 +502,16 @@ pub struct Running {
     wall_clock_hit: Arc<AtomicBool>,
     marker: Marker,
     marker_errno: i32,
+    network: NetSensor,
     guard: Guard,
 }
 
 impl Running {
+    /// The run's sinkhole (its log so far and socket snapshots); `None` when the network
+    /// sensor is off or could not start (the stopped run says why).
+    pub fn network(&self) -> Option<&Sinkhole> {
+        self.network.sinkhole()
+    }
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -440,6 +524,10 @@ impl Running {
     /// The sandbox init's pid in the host's pid namespace (for process sensors).
     pub fn init_pid(&self) -> Pid {
         self.init_pid
+    }
+    /// What the process sensor has seen so far; `None` when it is off.
+    pub fn processes(&self) -> Option<ProcessLog> {
+        self.guard.procs.as_ref().map(ProcSensor::snapshot)
     }
     /// The program's pid inside the sandbox.
     pub fn program_pid(&self) -> i32 {
@@ -494,6 +582,7 @@ impl Running {
     pub fn stop(mut self) -> Result<Stopped, SandboxError> {
         let termination = self.termination();
         let killed = self.guard.kill();
+        let network = std::mem::replace(&mut self.network, NetSensor::Off).finish();
         let termination = match termination {
             None if self.wall_clock_hit.load(Ordering::SeqCst) => {
                 Some(Termination::WallClockExceeded)
@@ -506,6 +595,7 @@ impl Running {
             marker_errno: self.marker_errno,
             termination,
             limit_hits: self.guard.limit_hits,
+            network,
             guard: std::mem::replace(&mut self.guard, Guard::new(String::new(), false)),
         };
         killed.map(|()| stopped)
@@ -536,10 +626,25 @@ pub struct Stopped {
     marker_errno: i32,
     termination: Option<Termination>,
     limit_hits: LimitHits,
+    network: Result<NetworkLog, String>,
     guard: Guard,
 }
 
 impl Stopped {
+    /// What the network sensor saw; `None` when it did not run ([`Stopped::net_self_test`]
+    /// says why).
+    pub fn network_log(&self) -> Option<&NetworkLog> {
+        self.network.as_ref().ok()
+    }
+    /// Whether the network sensor was live: its marker lookup and request were logged.
+    pub fn net_self_test(&self) -> NetSelfTest {
+        match &self.network {
+            Ok(log) => log.self_test.clone(),
+            Err(reason) => NetSelfTest::Absent {
+                reason: reason.clone(),
+            },
+        }
+    }
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -556,6 +661,10 @@ impl Stopped {
             0 => Ok(&self.marker),
             errno => Err(Errno::from_raw(errno)),
         }
+    }
+    /// The process sensor's final log; `None` when it was off.
+    pub fn processes(&self) -> Option<&ProcessLog> {
+        self.guard.procs_log.as_ref()
     }
     /// The run's upper layer, on the host.
     pub fn upper_dir(&self) -> PathBuf {
@@ -600,6 +709,8 @@ struct Guard {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     events_close: Option<Arc<tokio::sync::Notify>>,
     limit_hits: LimitHits,
+    procs: Option<ProcSensor>,
+    procs_log: Option<ProcessLog>,
 }
 
 impl Guard {
@@ -615,6 +726,8 @@ impl Guard {
             tasks: Vec::new(),
             events_close: None,
             limit_hits: LimitHits::default(),
+            procs: None,
+            procs_log: None,
         }
     }
 
@@ -676,6 +789,10 @@ impl Guard {
             // The monitor exits once the init is reaped, and the init only finishes dying after
             // the kernel has killed and reaped every process of its pid namespace.
             while let Err(Errno::EINTR) = nix::sys::wait::waitpid(monitor, None) {}
+        }
+        // Every exit of the run is queued on the connector now: the log is complete.
+        if let Some(mut procs) = self.procs.take() {
+            self.procs_log = Some(procs.finish());
         }
         for task in self.tasks.drain(..) {
             task.abort();
@@ -759,13 +876,13 @@ fn read_message(
     Message::decode(&bytes).ok_or(lost)
 }
 
-fn write_go(ctl: Option<&OwnedFd>) -> Result<(), SandboxError> {
+fn write_go(ctl: Option<&OwnedFd>, go: u8) -> Result<(), SandboxError> {
     let Some(ctl) = ctl else {
         return Err(SandboxError::Lost {
             waiting_for: "starting the program",
         });
     };
-    nix::unistd::write(ctl.as_fd(), b"G")
+    nix::unistd::write(ctl.as_fd(), &[go])
         .map(drop)
         .map_err(|errno| SandboxError::Host {
             what: "signal the sandbox init",
@@ -831,6 +948,17 @@ fn nonce() -> String {
         bytes = mix.to_le_bytes();
     }
     hex::encode(bytes)
+}
+
+/// An error and its sources, for a reason kept as text.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 fn io_errno(error: &std::io::Error) -> Errno {

@@ -40,6 +40,13 @@ pub(crate) const STATUS_FD: RawFd = 4;
 const STDIO_FDS: [RawFd; 3] = [5, 6, 7];
 /// In the program, before exec: where a failed stage is reported.
 const EXEC_ERROR_FD: RawFd = 3;
+/// The process sensor's channel for the exec listener: in the monitor and init, and in the
+/// program before exec.
+const EXEC_CHANNEL_FD: RawFd = 8;
+const EXEC_CHANNEL_PROGRAM_FD: RawFd = 4;
+/// The parent's "go" byte: with or without the network self-test.
+pub(crate) const GO_WITH_NET_PROBE: u8 = b'G';
+pub(crate) const GO: [u8; 2] = [GO_WITH_NET_PROBE, b'g'];
 
 /// Everything the sandbox's processes need, prepared by the parent before fork.
 #[derive(Debug)]
@@ -56,6 +63,10 @@ pub(crate) struct ChildPlan {
     pub(crate) uid: u32,
     pub(crate) gid: u32,
     pub(crate) rlimits: Vec<(Resource, u64)>,
+    /// The process sensor's marker exec; when set, the program stage installs the exec filter.
+    pub(crate) exec_marker: Option<crate::procs::arm::ExecMarker>,
+    /// The network self-test the init sends after the marker, when the sinkhole runs.
+    pub(crate) net_probe: Option<crate::net::probe::NetProbe>,
 }
 
 /// The descriptors the parent hands to the monitor, in [`CTL_FD`], [`STATUS_FD`], stdio order.
@@ -65,6 +76,8 @@ pub(crate) struct ChildFds {
     pub(crate) stdin: OwnedFd,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
+    /// The process sensor's exec-listener channel, at [`EXEC_CHANNEL_FD`].
+    pub(crate) exec_channel: Option<OwnedFd>,
 }
 
 fn send(message: Message) {
@@ -113,6 +126,9 @@ pub(crate) fn monitor(plan: &ChildPlan, fds: ChildFds) -> ! {
             for raw in [CTL_FD].into_iter().chain(STDIO_FDS) {
                 drop(sys::adopt_fd(raw));
             }
+            if plan.exec_marker.is_some() {
+                drop(sys::adopt_fd(EXEC_CHANNEL_FD));
+            }
             send(Message::InitPid(child.as_raw()));
             loop {
                 match waitpid(child, None) {
@@ -127,7 +143,8 @@ pub(crate) fn monitor(plan: &ChildPlan, fds: ChildFds) -> ! {
 /// Puts the inherited descriptors at fixed numbers, points 0–2 at /dev/null and closes
 /// everything else (other sandboxes' lifelines included).
 fn arrange_fds(fds: &ChildFds) -> Result<(), Errno> {
-    let sources = [&fds.ctl, &fds.status, &fds.stdin, &fds.stdout, &fds.stderr];
+    let mut sources = vec![&fds.ctl, &fds.status, &fds.stdin, &fds.stdout, &fds.stderr];
+    sources.extend(&fds.exec_channel);
     let mut parked = Vec::with_capacity(sources.len());
     for source in sources {
         parked.push(sys::dup_above(source.as_raw_fd(), 100)?);
@@ -140,7 +157,7 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), Errno> {
         sys::dup_onto(null.as_raw_fd(), target)?;
     }
     drop(null);
-    sys::close_from(STDIO_FDS[2] + 1)
+    sys::close_from(CTL_FD + parked.len() as RawFd)
 }
 
 /// The init: pid 1 of the run's pid namespace; never returns.
@@ -162,12 +179,16 @@ fn init(plan: &ChildPlan) -> ! {
 
     // The parent sets up its watchers on our root, then says go.
     let mut go = [0u8; 1];
-    if !matches!(nix::unistd::read(fd(CTL_FD), &mut go), Ok(1)) || go[0] != b'G' {
+    if !matches!(nix::unistd::read(fd(CTL_FD), &mut go), Ok(1)) || !GO.contains(&go[0]) {
         sys::exit_now(0);
     }
     send(Message::Marker(
         write_marker(plan).map_or_else(|e| e as i32, |()| 0),
     ));
+    // The network sensor's self-test (only when the parent's sinkhole is up).
+    if let (Some(probe), GO_WITH_NET_PROBE) = (&plan.net_probe, go[0]) {
+        probe.send();
+    }
 
     let mut sigchld = SigSet::empty();
     sigchld.add(Signal::SIGCHLD);
@@ -180,6 +201,9 @@ fn init(plan: &ChildPlan) -> ! {
     // Readers of the program's output see EOF when the program's tree closes it, not never.
     for raw in STDIO_FDS {
         drop(sys::adopt_fd(raw));
+    }
+    if plan.exec_marker.is_some() {
+        drop(sys::adopt_fd(EXEC_CHANNEL_FD));
     }
     supervise(program, &signals)
 }
@@ -289,7 +313,12 @@ fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
         }
         sys::dup_onto(error_pipe.as_raw_fd(), EXEC_ERROR_FD)?;
         sys::set_cloexec(EXEC_ERROR_FD)?;
-        sys::close_from(EXEC_ERROR_FD + 1)
+        if plan.exec_marker.is_none() {
+            return sys::close_from(EXEC_ERROR_FD + 1);
+        }
+        sys::dup_onto(EXEC_CHANNEL_FD, EXEC_CHANNEL_PROGRAM_FD)?;
+        sys::set_cloexec(EXEC_CHANNEL_PROGRAM_FD)?;
+        sys::close_from(EXEC_CHANNEL_PROGRAM_FD + 1)
     })();
     std::mem::forget(error_pipe); // closed by close_from; dropping would close a reused number
     if let Err(errno) = stdio {
@@ -308,6 +337,9 @@ fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     let _ = sys::default_signal(Signal::SIGPIPE);
+    if let Some(marker) = &plan.exec_marker {
+        crate::procs::arm::arm(marker, fd(EXEC_CHANNEL_PROGRAM_FD));
+    }
     let errno = nix::unistd::execve(&plan.program, &plan.argv, &plan.envp).unwrap_err();
     report(Stage::Exec, errno)
 }

@@ -173,3 +173,129 @@ pub(crate) fn set_cloexec(fd: RawFd) -> Result<(), Errno> {
     let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     Errno::result(rc).map(drop)
 }
+
+/// Installs a seccomp filter on the calling thread and returns its user-notification
+/// listener. The caller must have set no_new_privs (or hold CAP_SYS_ADMIN).
+pub(crate) fn seccomp_listener(program: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+    let len = u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: `fprog` points at `program`, which outlives the call; the kernel copies the
+    // filter before returning and writes nothing through the pointer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &raw const fprog,
+        )
+    };
+    let fd = Errno::result(rc)? as RawFd;
+    // SAFETY: the kernel just returned this new listener descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Receives one pending seccomp user notification (blocks if none is pending).
+pub(crate) fn seccomp_notif_recv(listener: BorrowedFd<'_>) -> Result<libc::seccomp_notif, Errno> {
+    // SAFETY: seccomp_notif is plain integers, for which all-zero is valid; the kernel
+    // requires the buffer to be zeroed.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: NOTIF_RECV writes one seccomp_notif into `notif`, valid for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &raw mut notif,
+        )
+    };
+    Errno::result(rc).map(|_| notif)
+}
+
+/// Whether a notification is still pending: its task has not died or been interrupted, so
+/// what was read from its memory belonged to that very system call.
+pub(crate) fn seccomp_notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+    // SAFETY: NOTIF_ID_VALID reads one u64 from a pointer valid for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &raw const id,
+        )
+    };
+    rc == 0
+}
+
+/// Lets a notified system call proceed as if no filter had stopped it.
+pub(crate) fn seccomp_notif_continue(listener: BorrowedFd<'_>, id: u64) -> Result<(), Errno> {
+    let response = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: NOTIF_SEND reads one seccomp_notif_resp from a pointer valid for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &raw const response,
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Takes ownership of a descriptor that arrived in an SCM_RIGHTS message.
+pub(crate) fn adopt_received_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: the kernel installed this descriptor in our table while delivering the message;
+    // recvmsg hands it to exactly one caller, which becomes its only owner here.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// Moves the calling thread into the network namespace behind `namespace` (an open
+/// `/proc/<pid>/ns/net`). Only this thread changes namespace; sockets it creates keep it.
+pub(crate) fn enter_net_namespace(namespace: BorrowedFd<'_>) -> Result<(), Errno> {
+    nix::sched::setns(namespace, nix::sched::CloneFlags::CLONE_NEWNET)
+}
+
+/// An `AF_PACKET` datagram socket (link headers stripped) for every protocol, non-blocking.
+pub(crate) fn packet_socket() -> Result<OwnedFd, Errno> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType};
+    nix::sys::socket::socket(
+        AddressFamily::Packet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        SockProtocol::EthAll,
+    )
+}
+
+/// Packets an `AF_PACKET` socket lost since the last call (the kernel resets the count).
+pub(crate) fn packet_drops(socket: BorrowedFd<'_>) -> Result<u32, Errno> {
+    let mut stats = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: PACKET_STATISTICS writes at most `len` bytes into `stats`, a plain C struct
+    // owned by this frame, and updates `len`; both pointers are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&raw mut stats).cast(),
+            &mut len,
+        )
+    };
+    Errno::result(rc).map(|_| stats.tp_drops)
+}
+
+/// Registers an owned descriptor with the current tokio runtime's reactor.
+pub(crate) fn register_async(
+    fd: OwnedFd,
+) -> Result<tokio::io::unix::AsyncFd<OwnedFd>, std::io::Error> {
+    // SAFETY: an OwnedFd is open for as long as it lives, the AsyncFd owns it from here on,
+    // and its as_raw_fd always returns that same descriptor.
+    unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)
+}

@@ -220,14 +220,21 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
     if !privileged("runs_left_by_a_dead_owner_are_swept_at_the_next_spawn") {
         return;
     }
-    let root = tempfile::Builder::new().prefix("vac-sweep-").tempdir_in("/run").unwrap();
+    let root = tempfile::Builder::new()
+        .prefix("vac-sweep-")
+        .tempdir_in("/run")
+        .unwrap();
     let sandbox = shell("true").run_root(root.path()).build().unwrap();
     let (_, _, stopped) = run_to_end(sandbox.spawn().unwrap()).await;
     let left = stopped.run_dir();
     // A vac killed before its teardown: the mounts stay and the owner is gone.
     std::fs::write(left.join("owner"), "999999999 1").unwrap();
     std::mem::forget(stopped);
-    assert!(std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&left.display().to_string()));
+    assert!(
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .contains(&left.display().to_string())
+    );
     // Its cgroup would be left too (empty: the processes died with their lifeline).
     let id = left.file_name().unwrap().to_string_lossy().into_owned();
     let roots = vac_sandbox::CgroupRoots::detect(Path::new("/sys/fs/cgroup")).unwrap();
@@ -237,8 +244,15 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
     let (_, _, next) = run_to_end(sandbox.spawn().unwrap()).await;
     drop(next);
     assert!(!left.exists(), "{} was not swept", left.display());
-    assert!(group.procs_files().iter().all(|p| !p.exists()), "the stale cgroup was not removed");
-    assert!(!std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&root.path().display().to_string()));
+    assert!(
+        group.procs_files().iter().all(|p| !p.exists()),
+        "the stale cgroup was not removed"
+    );
+    assert!(
+        !std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .contains(&root.path().display().to_string())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,11 +260,15 @@ async fn the_network_namespace_has_only_loopback_and_its_own_hostname() {
     if !privileged("the_network_namespace_has_only_loopback_and_its_own_hostname") {
         return;
     }
-    let script = "ls /sys/class/net; hostname; cat /sys/class/net/lo/operstate; ls /dev | tr '\\n' ' '";
+    let script =
+        "ls /sys/class/net; hostname; cat /sys/class/net/lo/operstate; ls /dev | tr '\\n' ' '";
     let (out, err, _stopped) = run_to_end(shell(script).build().unwrap().spawn().unwrap()).await;
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "lo", "interfaces: {out} {err}");
     assert_eq!(lines[1], "vac-sandbox");
     assert_ne!(lines[2], "down", "lo must be up");
-    assert_eq!(lines[3].trim(), "fd full null random stderr stdin stdout urandom zero");
+    assert_eq!(
+        lines[3].trim(),
+        "fd full null random stderr stdin stdout urandom zero"
+    );
 }

@@ -1,0 +1,214 @@
+//! The sinkhole's resolver: answers every name with a sinkhole address and logs it.
+//!
+//! A and AAAA questions get one answer ([`SINKHOLE_V4`], [`SINKHOLE_V6`]); any other type an
+//! empty NOERROR answer. Since every address of the namespace is local, whichever nameserver
+//! `/etc/resolv.conf` names, its queries arrive at the sockets bound to port 53 here.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use tokio::net::UdpSocket;
+
+use super::log::Recorder;
+
+/// The address every A question is answered with.
+pub const SINKHOLE_V4: Ipv4Addr = Ipv4Addr::new(10, 255, 255, 1);
+/// The address every AAAA question is answered with.
+pub const SINKHOLE_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0x0bad, 1);
+
+const TYPE_A: u16 = 1;
+const TYPE_AAAA: u16 = 28;
+const MAX_MESSAGE: usize = 1232;
+
+/// The question of a query: its name and type, and where the question section ends.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Question {
+    pub(crate) name: String,
+    pub(crate) qtype: u16,
+    end: usize,
+}
+
+/// Reads the first question of a DNS query; `None` for anything that is not one.
+pub(crate) fn parse_query(message: &[u8]) -> Option<Question> {
+    if message.len() < 12 || message[2] & 0x80 != 0 || message[4..6] == [0, 0] {
+        return None;
+    }
+    let mut at = 12;
+    let mut name = String::new();
+    loop {
+        let len = usize::from(*message.get(at)?);
+        at += 1;
+        if len == 0 {
+            break;
+        }
+        if len & 0xc0 != 0 || name.len() > 255 {
+            return None; // no compression in a question of a query
+        }
+        for &byte in message.get(at..at + len)? {
+            match byte {
+                b'!'..=b'~' if byte != b'.' && byte != b'\\' => name.push(char::from(byte)),
+                _ => name.push_str(&format!("\\x{byte:02x}")),
+            }
+        }
+        name.push('.');
+        at += len;
+    }
+    let qtype = u16::from_be_bytes([*message.get(at)?, *message.get(at + 1)?]);
+    message.get(at + 3)?;
+    Some(Question {
+        name: if name.is_empty() { ".".into() } else { name },
+        qtype,
+        end: at + 4,
+    })
+}
+
+/// The answer to a query whose question is `question`.
+pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
+    let mut reply = Vec::with_capacity(question.end + 28);
+    reply.extend_from_slice(&query[..2]);
+    // QR, the query's opcode and RD, AA; RA, NOERROR.
+    reply.push(0x80 | (query[2] & 0x79) | 0x04);
+    reply.push(0x80);
+    let rdata: &[u8] = match question.qtype {
+        TYPE_A => &SINKHOLE_V4.octets(),
+        TYPE_AAAA => &SINKHOLE_V6.octets(),
+        _ => &[],
+    };
+    let answers = u16::from(!rdata.is_empty());
+    for count in [1, answers, 0, 0] {
+        reply.extend_from_slice(&u16::to_be_bytes(count));
+    }
+    reply.extend_from_slice(&query[12..question.end]);
+    if answers == 1 {
+        reply.extend_from_slice(&[0xc0, 12]); // the name of the question
+        reply.extend_from_slice(&question.qtype.to_be_bytes());
+        reply.extend_from_slice(&[0, 1, 0, 0, 0, 60]); // class IN, TTL 60
+        reply.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        reply.extend_from_slice(rdata);
+    }
+    reply
+}
+
+/// Answers and logs one query; `None` when the bytes are no query (nothing is sent back).
+pub(crate) fn serve_one(
+    log: &Recorder,
+    query: &[u8],
+    from: SocketAddr,
+    tcp: bool,
+) -> Option<Vec<u8>> {
+    let question = parse_query(query)?;
+    let reply = answer(query, &question);
+    log.dns(question.name, question.qtype, from, tcp);
+    Some(reply)
+}
+
+/// Serves UDP queries on `socket` until the task is aborted.
+pub(crate) async fn serve_udp(socket: Arc<UdpSocket>, log: Recorder) {
+    let mut buffer = vec![0u8; MAX_MESSAGE * 2];
+    loop {
+        let Ok((len, from)) = socket.recv_from(&mut buffer).await else {
+            continue;
+        };
+        if let Some(reply) = serve_one(&log, &buffer[..len], from, false) {
+            // A program that does not read its answers only loses them.
+            let _ = socket.try_send_to(&reply, from);
+        }
+    }
+}
+
+/// Logs the queries waiting in `socket` without answering them (the run is over).
+pub(crate) fn drain(socket: &UdpSocket, log: &Recorder) {
+    let mut buffer = vec![0u8; MAX_MESSAGE * 2];
+    while let Ok((len, from)) = socket.try_recv_from(&mut buffer) {
+        let _ = serve_one(log, &buffer[..len], from, false);
+    }
+}
+
+/// A standard query for an A record of `name`, with id `id`.
+pub(crate) fn query(name: &str, id: u16) -> Vec<u8> {
+    let mut message = Vec::with_capacity(name.len() + 18);
+    message.extend_from_slice(&id.to_be_bytes());
+    message.extend_from_slice(&[0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        message.push(label.len().min(63) as u8);
+        message.extend_from_slice(&label.as_bytes()[..label.len().min(63)]);
+    }
+    message.extend_from_slice(&[0, 0, 1, 0, 1]);
+    message
+}
+
+/// The first A record of a reply to a query with id `id`.
+pub(crate) fn first_a(reply: &[u8], id: u16) -> Option<Ipv4Addr> {
+    if reply.get(..2)? != id.to_be_bytes() || reply[2] & 0x80 == 0 {
+        return None;
+    }
+    let count = |i: usize| u16::from_be_bytes([reply[i], reply[i + 1]]);
+    reply.get(11)?;
+    let (questions, answers) = (count(4), count(6));
+    let skip_name = |mut at: usize| -> Option<usize> {
+        loop {
+            let len = *reply.get(at)?;
+            match len {
+                0 => return Some(at + 1),
+                l if l & 0xc0 == 0xc0 => return Some(at + 2),
+                l => at += 1 + usize::from(l),
+            }
+        }
+    };
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(at)? + 4;
+    }
+    for _ in 0..answers {
+        at = skip_name(at)?;
+        let header = reply.get(at..at + 10)?;
+        let rtype = u16::from_be_bytes([header[0], header[1]]);
+        let len = usize::from(u16::from_be_bytes([header[8], header[9]]));
+        let data = reply.get(at + 10..at + 10 + len)?;
+        if rtype == TYPE_A && len == 4 {
+            return Some(Ipv4Addr::new(data[0], data[1], data[2], data[3]));
+        }
+        at += 10 + len;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_is_answered_with_the_sinkhole_address() {
+        let query = query("Example.com", 0x1234);
+        let question = parse_query(&query).unwrap();
+        assert_eq!(
+            (question.name.as_str(), question.qtype),
+            ("Example.com.", TYPE_A)
+        );
+        let reply = answer(&query, &question);
+        assert_eq!(first_a(&reply, 0x1234), Some(SINKHOLE_V4));
+        assert_eq!(first_a(&reply, 0x1235), None);
+    }
+
+    #[test]
+    fn other_types_get_an_empty_answer_and_odd_bytes_are_escaped() {
+        let mut query = query("a.b", 7);
+        let len = query.len();
+        query[len - 3] = 16; // TXT
+        query[13] = b' ';
+        let question = parse_query(&query).unwrap();
+        assert_eq!(question.name, "\\x20.b.");
+        let reply = answer(&query, &question);
+        assert_eq!(&reply[6..8], &[0, 0]);
+        assert_eq!(reply.len(), len);
+    }
+
+    #[test]
+    fn garbage_and_replies_are_not_queries() {
+        assert_eq!(parse_query(b"hello"), None);
+        let mut reply = query("x", 1);
+        reply[2] |= 0x80;
+        assert_eq!(parse_query(&reply), None);
+        assert_eq!(parse_query(&query("x", 1)[..14]), None);
+    }
+}
