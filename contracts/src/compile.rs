@@ -1,10 +1,9 @@
-//! Compilation: a `Contract` checked against the graded clauses, its globs built.
-
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+//! Compilation: a `Contract` checked against the graded clauses, its patterns built.
 
 use crate::clause::Clause;
 use crate::contract::{Contract, Rule};
 use crate::graded::{self, GRADED};
+use crate::pattern::{Matcher, PatternError};
 
 /// A contract ready for grading: every tool has exactly one rule per graded clause.
 #[derive(Debug, Clone)]
@@ -20,35 +19,33 @@ struct CompiledTool {
     rules: Vec<CompiledRule>,
 }
 
-/// One tool × clause rule, globs compiled.
+/// One tool × clause rule, patterns compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {
     pub(crate) basis: String,
-    pub(crate) allowed: Option<GlobSet>,
+    pub(crate) allowed: Option<Matcher>,
 }
 
 impl CompiledRule {
-    /// Whether an effect at `path` is allowed; `None` means nothing was promised.
-    pub(crate) fn allows(&self, path: &str) -> Option<bool> {
-        self.allowed.as_ref().map(|globs| globs.is_match(path))
+    /// Whether an effect on `target` is allowed; `None` means nothing was promised.
+    pub(crate) fn allows(&self, target: &str) -> Option<bool> {
+        self.allowed.as_ref().map(|m| m.allows(target))
     }
 }
 
 /// Why a contract does not compile. Each names the tool, the clause and the input at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
-    /// A glob pattern does not parse.
-    #[error("bad glob {glob:?} in clause {clause} of tool {tool:?}")]
-    BadGlob {
+    /// A pattern does not compile.
+    #[error("bad pattern in clause {clause} of tool {tool:?}")]
+    BadPattern {
         /// The tool.
         tool: String,
         /// The clause.
         clause: Clause,
-        /// The glob as written.
-        glob: String,
-        /// The parser's complaint.
+        /// The pattern and what is wrong with it.
         #[source]
-        source: globset::Error,
+        source: PatternError,
     },
     /// Two entries for one tool.
     #[error("tool {tool:?} appears twice in the contract")]
@@ -72,18 +69,10 @@ pub enum CompileError {
         /// The clause.
         clause: Clause,
     },
-    /// A rule for a clause this version cannot grade; ignoring it would hide a promise.
-    #[error("clause {clause} of tool {tool:?} is not graded by this version")]
-    UngradedClause {
-        /// The tool.
-        tool: String,
-        /// The clause.
-        clause: Clause,
-    },
 }
 
 impl Contract {
-    /// Checks the contract against the graded clauses and compiles its globs.
+    /// Checks the contract against the graded clauses and compiles its patterns.
     pub fn compile(&self) -> Result<CompiledContract, CompileError> {
         let mut tools: Vec<CompiledTool> = Vec::with_capacity(self.tools.len());
         for entry in &self.tools {
@@ -94,13 +83,7 @@ impl Contract {
             let mut rules: Vec<Option<CompiledRule>> = vec![None; GRADED.len()];
             for clause_rule in &entry.rules {
                 let clause = clause_rule.clause;
-                let slot = GRADED
-                    .iter()
-                    .position(|spec| spec.clause == clause)
-                    .ok_or_else(|| CompileError::UngradedClause {
-                        tool: tool.clone(),
-                        clause,
-                    })?;
+                let slot = clause as usize;
                 if rules[slot].is_some() {
                     return Err(CompileError::DuplicateClause {
                         tool: tool.clone(),
@@ -134,32 +117,15 @@ impl Contract {
     }
 }
 
-fn compile_rule(tool: &str, clause: Clause, rule: &Rule) -> Result<Option<GlobSet>, CompileError> {
+fn compile_rule(tool: &str, clause: Clause, rule: &Rule) -> Result<Option<Matcher>, CompileError> {
     let Rule::Restricted { allowed } = rule else {
         return Ok(None);
     };
-    let mut set = GlobSetBuilder::new();
-    for glob in allowed {
-        let bad = |source| CompileError::BadGlob {
-            tool: tool.to_owned(),
-            clause,
-            glob: glob.clone(),
-            source,
-        };
-        set.add(
-            GlobBuilder::new(glob)
-                .literal_separator(true)
-                .build()
-                .map_err(bad)?,
-        );
-    }
-    // Each glob built alone above, so a set-level failure still names the rule's globs.
-    set.build()
+    Matcher::compile(graded::spec(clause).patterns, allowed)
         .map(Some)
-        .map_err(|source| CompileError::BadGlob {
+        .map_err(|source| CompileError::BadPattern {
             tool: tool.to_owned(),
             clause,
-            glob: allowed.join(" "),
             source,
         })
 }
@@ -182,9 +148,8 @@ impl CompiledContract {
     }
 
     pub(crate) fn rule(&self, tool: &str, clause: Clause) -> Option<&CompiledRule> {
-        let slot = GRADED.iter().position(|spec| spec.clause == clause)?;
         let entry = self.tools.iter().find(|t| t.name == tool)?;
-        entry.rules.get(slot)
+        entry.rules.get(clause as usize)
     }
 }
 
@@ -197,8 +162,10 @@ mod tests {
         Contract {
             tools: vec![ToolContract {
                 tool: "read_note".into(),
+                call: None,
                 rules,
             }],
+            ..Contract::default()
         }
     }
 
@@ -212,64 +179,56 @@ mod tests {
         }
     }
 
-    #[test]
-    fn bad_glob_error_names_tool_clause_and_glob() {
-        let err = contract(vec![
-            restricted(Clause::FsWrite, &["/home/lab/**", "/tmp/[ab"]),
-            restricted(Clause::FsDelete, &[]),
-        ])
-        .compile()
-        .unwrap_err();
-        assert!(matches!(&err, CompileError::BadGlob { glob, .. } if glob == "/tmp/[ab"));
-        let message = err.to_string();
-        assert!(message.contains("\"/tmp/[ab\""), "{message}");
-        assert!(message.contains("fs.write"), "{message}");
-        assert!(message.contains("\"read_note\""), "{message}");
-        assert!(std::error::Error::source(&err).is_some());
+    fn all_nowhere() -> Vec<ClauseRule> {
+        Clause::ALL.iter().map(|c| restricted(*c, &[])).collect()
     }
 
     #[test]
-    fn globs_do_not_cross_separators_with_a_single_star() {
-        let compiled = contract(vec![
-            restricted(Clause::FsWrite, &["/tmp/*.lock"]),
-            restricted(Clause::FsDelete, &["/home/lab/**"]),
-        ])
-        .compile()
-        .unwrap();
+    fn bad_glob_error_names_tool_clause_and_glob() {
+        let mut rules = all_nowhere();
+        rules[0] = restricted(Clause::FsWrite, &["/home/lab/**", "/tmp/[ab"]);
+        let err = contract(rules).compile().unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("fs.write"), "{message}");
+        assert!(message.contains("\"read_note\""), "{message}");
+        let source = std::error::Error::source(&err).unwrap();
+        assert_eq!(source.to_string(), "bad glob \"/tmp/[ab\"");
+    }
+
+    #[test]
+    fn each_clause_matches_with_its_own_pattern_kind() {
+        let mut rules = all_nowhere();
+        rules[0] = restricted(Clause::FsWrite, &["/tmp/*.lock"]);
+        rules[3] = restricted(Clause::Exec, &["git"]);
+        rules[4] = restricted(Clause::NetEgress, &["*:53"]);
+        let compiled = contract(rules).compile().unwrap();
         let write = compiled.rule("read_note", Clause::FsWrite).unwrap();
         assert_eq!(write.allows("/tmp/a.lock"), Some(true));
         assert_eq!(write.allows("/tmp/x/a.lock"), Some(false));
-        let delete = compiled.rule("read_note", Clause::FsDelete).unwrap();
-        assert_eq!(delete.allows("/home/lab/work/a/b"), Some(true));
+        let exec = compiled.rule("read_note", Clause::Exec).unwrap();
+        assert_eq!(exec.allows("/usr/bin/git"), Some(true));
+        let egress = compiled.rule("read_note", Clause::NetEgress).unwrap();
+        assert_eq!(egress.allows("10.1.2.3:53"), Some(true));
+        assert_eq!(egress.allows("10.1.2.3:443"), Some(false));
     }
 
     #[test]
-    fn missing_duplicate_and_ungraded_clauses_are_errors() {
-        let missing = contract(vec![restricted(Clause::FsWrite, &[])]).compile();
+    fn missing_and_duplicate_clauses_are_errors() {
+        let mut missing = all_nowhere();
+        missing.remove(1);
         assert!(matches!(
-            missing,
+            contract(missing).compile(),
             Err(CompileError::MissingClause {
                 clause: Clause::FsDelete,
                 ..
             })
         ));
-        let twice = contract(vec![
-            restricted(Clause::FsWrite, &[]),
-            restricted(Clause::FsWrite, &[]),
-        ])
-        .compile();
+        let mut twice = all_nowhere();
+        twice.push(restricted(Clause::FsWrite, &[]));
         assert!(matches!(
-            twice,
+            contract(twice).compile(),
             Err(CompileError::DuplicateClause {
                 clause: Clause::FsWrite,
-                ..
-            })
-        ));
-        let ungraded = contract(vec![restricted(Clause::Exec, &[])]).compile();
-        assert!(matches!(
-            ungraded,
-            Err(CompileError::UngradedClause {
-                clause: Clause::Exec,
                 ..
             })
         ));
@@ -277,10 +236,7 @@ mod tests {
 
     #[test]
     fn a_tool_twice_is_an_error() {
-        let mut twice = contract(vec![
-            restricted(Clause::FsWrite, &[]),
-            restricted(Clause::FsDelete, &[]),
-        ]);
+        let mut twice = contract(all_nowhere());
         twice.tools.push(twice.tools[0].clone());
         let err = twice.compile().unwrap_err();
         assert_eq!(

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::clause::Clause;
 use crate::compile::{CompiledContract, CompiledRule};
-use crate::graded::{ClauseSpec, GRADED};
-use crate::observation::{Call, Effect, Observation, SensorState, SensorStatus};
+use crate::graded::{ClauseSpec, GRADED, Subject};
+use crate::observation::{Call, Effect, EffectClass, Observation, SensorState, SensorStatus};
 use crate::verdict::{Cell, ErrorKind, SkipReason, Verdict};
 
 /// The verdict grid of one server, and the effects no cell could own.
@@ -33,6 +33,18 @@ pub enum GradeError {
     DuplicateCall {
         /// The index.
         index: usize,
+    },
+    /// A call claims to repeat a call that is not an earlier identical call of its tool.
+    #[error(
+        "call {index} is marked a repeat of call {of}, which is not an earlier call of {tool:?} with identical arguments"
+    )]
+    NotARepeat {
+        /// The repeating call.
+        index: usize,
+        /// The call it claims to repeat.
+        of: usize,
+        /// Its tool.
+        tool: String,
     },
     /// An effect names a call that was not made.
     #[error("effect on {path:?} is attributed to call {index}, which the observation lacks")]
@@ -81,9 +93,12 @@ pub enum CompletenessError {
 /// Grades every tool × graded clause of `contract` against `obs`.
 ///
 /// Per cell, first match wins: nothing promised ⇒ skipped; no calls ⇒ skipped with the
-/// harness's reason or `not_called`; a forbidden effect attributed (in or after its window)
-/// to a call of the tool ⇒ confirmed, whatever else went wrong, since the evidence stands;
-/// a run error of the tool or of the whole run ⇒ errored (the first names the reason, all
+/// harness's reason or `not_called` (for `idempotent`, no repeated call; `manifest.stable`
+/// needs no call); a forbidden effect owned by the tool ⇒ confirmed, whatever else went
+/// wrong, since the evidence stands. An effect is owned through the call it is attributed
+/// to (in or after its window), a `ManifestChanged` by the tool it names; for `idempotent`
+/// only effects of repeated calls count, and for `fs.read` a canary read is forbidden
+/// whatever the allow list says. Then a run error of the tool or of the whole run ⇒ errored (the first names the reason, all
 /// are evidence); a backing sensor blind, failed or without a self-test ⇒ errored
 /// `sensor_failed`, absent ⇒ skipped `capability_absent`; otherwise refuted.
 pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, GradeError> {
@@ -93,20 +108,30 @@ pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, G
             return Err(GradeError::DuplicateCall { index: call.index });
         }
     }
+    for call in &obs.calls {
+        check_repeat(call, &calls)?;
+    }
     let mut owned: Vec<(&str, &Effect)> = Vec::new();
     let mut unattributed = Vec::new();
     let mut uncontracted = Vec::new();
     for effect in &obs.effects {
-        let Some(index) = effect.attribution.call_index() else {
-            unattributed.push(effect.clone());
-            continue;
+        let call = match effect.attribution.call_index() {
+            Some(index) => Some(*calls.get(&index).ok_or_else(|| GradeError::UnknownCall {
+                index,
+                path: effect.path.clone(),
+            })?),
+            None => None,
         };
-        let call = calls.get(&index).ok_or_else(|| GradeError::UnknownCall {
-            index,
-            path: effect.path.clone(),
-        })?;
-        if contract.tools().any(|tool| tool == call.tool) {
-            owned.push((&call.tool, effect));
+        let owner = match (effect.class, call) {
+            (EffectClass::ManifestChanged, _) => effect.path.as_str(),
+            (_, Some(call)) => call.tool.as_str(),
+            (_, None) => {
+                unattributed.push(effect.clone());
+                continue;
+            }
+        };
+        if contract.tools().any(|tool| tool == owner) {
+            owned.push((owner, effect));
         } else {
             uncontracted.push(effect.clone());
         }
@@ -138,6 +163,24 @@ pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, G
     Ok(grades)
 }
 
+fn check_repeat(call: &Call, calls: &BTreeMap<usize, &Call>) -> Result<(), GradeError> {
+    let Some(of) = call.repeat_of else {
+        return Ok(());
+    };
+    let identical = calls.get(&of).is_some_and(|earlier| {
+        of < call.index && earlier.tool == call.tool && earlier.arguments == call.arguments
+    });
+    if identical {
+        Ok(())
+    } else {
+        Err(GradeError::NotARepeat {
+            index: call.index,
+            of,
+            tool: call.tool.clone(),
+        })
+    }
+}
+
 struct Context<'a> {
     obs: &'a Observation,
     calls: BTreeMap<usize, &'a Call>,
@@ -151,8 +194,13 @@ impl Context<'_> {
         if rule.allowed.is_none() {
             return skipped(SkipReason::NothingPromised, json!({ "basis": basis }));
         }
-        let made = self.obs.calls.iter().filter(|c| c.tool == tool).count();
-        if made == 0 {
+        let of_tool = || self.obs.calls.iter().filter(|c| c.tool == tool);
+        let all = of_tool().count();
+        let made = match spec.subject {
+            Subject::Calls | Subject::Manifest => all,
+            Subject::Repeats => of_tool().filter(|c| c.repeat_of.is_some()).count(),
+        };
+        if all == 0 && spec.subject != Subject::Manifest {
             let reason = self
                 .obs
                 .not_called
@@ -160,6 +208,12 @@ impl Context<'_> {
                 .find(|(name, _)| name == tool)
                 .map_or(SkipReason::NotCalled, |(_, reason)| *reason);
             return skipped(reason, Value::Null);
+        }
+        if made == 0 && spec.subject == Subject::Repeats {
+            return skipped(
+                SkipReason::NotCalled,
+                json!({ "calls": all, "repeated_calls": 0 }),
+            );
         }
         let sensors: Vec<SensorStatus> = self
             .obs
@@ -172,9 +226,7 @@ impl Context<'_> {
         let forbidden: Vec<&Effect> = self
             .owned
             .iter()
-            .filter(|(owner, e)| {
-                *owner == tool && (spec.restricts)(e) && rule.allows(&e.path) == Some(false)
-            })
+            .filter(|(owner, e)| *owner == tool && self.forbids(spec, rule, e))
             .map(|(_, e)| *e)
             .collect();
         if !forbidden.is_empty() {
@@ -192,7 +244,7 @@ impl Context<'_> {
                     .obs
                     .control_subtracted
                     .iter()
-                    .filter(|e| (spec.domain)(e))
+                    .filter(|e| (spec.domain)(e.class))
                     .cloned()
                     .collect(),
                 sensors,
@@ -241,6 +293,26 @@ impl Context<'_> {
             calls: made,
             sensors,
         }
+    }
+}
+
+impl Context<'_> {
+    fn forbids(&self, spec: &ClauseSpec, rule: &CompiledRule, effect: &Effect) -> bool {
+        if !(spec.restricts)(effect) {
+            return false;
+        }
+        if spec.subject == Subject::Repeats {
+            let repeat = effect
+                .attribution
+                .call_index()
+                .and_then(|i| self.calls.get(&i))
+                .is_some_and(|call| call.repeat_of.is_some());
+            if !repeat {
+                return false;
+            }
+        }
+        let canary = spec.canaries && self.obs.canaries.contains(&effect.path);
+        canary || rule.allows(&effect.path) == Some(false)
     }
 }
 

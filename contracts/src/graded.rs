@@ -1,10 +1,12 @@
-//! The clauses this version grades, as one table: which sensors back each, how its rule is
-//! derived from annotations, and which effects it restricts. Adding a clause is adding a
-//! row here.
+//! The graded clauses as one table: the sensors that back each, how its rule is derived
+//! from annotations, which effect classes it restricts and how its allow list matches
+//! them, and which calls it is about. Adding a clause is adding a row here.
 
 use crate::clause::Clause;
 use crate::contract::Rule;
-use crate::observation::{Effect, Sensor};
+use crate::derive as by;
+use crate::observation::{Effect, EffectClass, Sensor};
+use crate::pattern::PatternKind;
 use crate::tool::Annotations;
 
 /// How one clause is derived and graded.
@@ -14,28 +16,135 @@ pub(crate) struct ClauseSpec {
     pub(crate) sensors: &'static [Sensor],
     /// The rule the annotations imply, and the hint that implies it.
     pub(crate) derive: fn(&Annotations) -> (Rule, String),
-    /// Effects the clause is about; control effects in the domain are shown as evidence.
-    pub(crate) domain: fn(&Effect) -> bool,
-    /// Effects the clause forbids outside its allowed paths.
+    /// Effect classes the clause is about; control effects of these are shown as evidence.
+    pub(crate) domain: fn(EffectClass) -> bool,
+    /// Effects the clause forbids unless its allow list matches them.
     pub(crate) restricts: fn(&Effect) -> bool,
+    /// How the allow list matches an effect's `path`.
+    pub(crate) patterns: PatternKind,
+    /// Which calls of the tool the clause grades.
+    pub(crate) subject: Subject,
+    /// Whether a canary path is forbidden even when the allow list matches it.
+    pub(crate) canaries: bool,
 }
+
+/// The calls a clause is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    /// Every call of the tool; not called ⇒ `skipped: not_called`.
+    Calls,
+    /// Calls that repeat an identical earlier call; none ⇒ `skipped: not_called`.
+    Repeats,
+    /// The tool's manifest entry, seen by tools/list whether or not the tool was called.
+    Manifest,
+}
+
+const FS_WRITES: &[Sensor] = &[Sensor::FsWrites];
+const PROTOCOL: &[Sensor] = &[Sensor::Protocol];
 
 /// Graded clauses, in `Clause` order.
 pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::FsWrite,
-        sensors: &[Sensor::FsWrites],
-        derive: derive_fs_write,
-        domain: is_fs,
+        sensors: FS_WRITES,
+        derive: by::fs_write,
+        domain: EffectClass::is_fs,
         // Every filesystem change is a write, deletes included.
-        restricts: is_fs,
+        restricts: |e| e.class.is_fs(),
+        patterns: PatternKind::Paths,
+        subject: Subject::Calls,
+        canaries: false,
     },
     ClauseSpec {
         clause: Clause::FsDelete,
-        sensors: &[Sensor::FsWrites],
-        derive: derive_fs_delete,
-        domain: is_fs,
-        restricts: destroys_existing,
+        sensors: FS_WRITES,
+        derive: by::fs_delete,
+        domain: EffectClass::is_fs,
+        restricts: |e| e.existed_before && e.class.destroys_existing(),
+        patterns: PatternKind::Paths,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::FsRead,
+        sensors: &[Sensor::FsEvents],
+        derive: by::fs_read,
+        domain: |c| c == EffectClass::Read,
+        restricts: |e| e.class == EffectClass::Read,
+        patterns: PatternKind::Paths,
+        subject: Subject::Calls,
+        canaries: true,
+    },
+    ClauseSpec {
+        clause: Clause::Exec,
+        sensors: &[Sensor::Processes],
+        derive: by::exec,
+        domain: |c| c == EffectClass::Exec,
+        restricts: |e| e.class == EffectClass::Exec,
+        patterns: PatternKind::Programs,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::NetEgress,
+        sensors: &[Sensor::Network],
+        derive: by::net_egress,
+        domain: EffectClass::is_egress,
+        restricts: |e| e.class.is_egress(),
+        patterns: PatternKind::Endpoints,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::NetListen,
+        sensors: &[Sensor::Network],
+        derive: by::net_listen,
+        domain: |c| c == EffectClass::Listen,
+        restricts: |e| e.class == EffectClass::Listen,
+        patterns: PatternKind::Endpoints,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::ResultSecrets,
+        sensors: PROTOCOL,
+        derive: by::on_for_every_tool,
+        domain: |c| c == EffectClass::SecretInResult,
+        restricts: |e| e.class == EffectClass::SecretInResult,
+        patterns: PatternKind::Paths,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::ResultInstructions,
+        sensors: PROTOCOL,
+        derive: by::on_for_every_tool,
+        domain: |c| c == EffectClass::InstructionInResult,
+        restricts: |e| e.class == EffectClass::InstructionInResult,
+        patterns: PatternKind::Paths,
+        subject: Subject::Calls,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::ManifestStable,
+        sensors: PROTOCOL,
+        derive: by::on_for_every_tool,
+        domain: |c| c == EffectClass::ManifestChanged,
+        restricts: |e| e.class == EffectClass::ManifestChanged,
+        patterns: PatternKind::Paths,
+        subject: Subject::Manifest,
+        canaries: false,
+    },
+    ClauseSpec {
+        clause: Clause::Idempotent,
+        // Refuting needs the complete write witness; effects other sensors saw confirm.
+        sensors: FS_WRITES,
+        derive: by::idempotent,
+        domain: EffectClass::changes_state,
+        restricts: |e| e.class.changes_state(),
+        patterns: PatternKind::Paths,
+        subject: Subject::Repeats,
+        canaries: false,
     },
 ];
 
@@ -44,34 +153,9 @@ pub fn graded_clauses() -> impl Iterator<Item = Clause> {
     GRADED.iter().map(|spec| spec.clause)
 }
 
-fn is_fs(effect: &Effect) -> bool {
-    effect.class.is_fs()
-}
-
-fn destroys_existing(effect: &Effect) -> bool {
-    effect.existed_before && effect.class.destroys_existing()
-}
-
-fn derive_fs_write(annotations: &Annotations) -> (Rule, String) {
-    let read_only = annotations.read_only_hint();
-    if read_only.value {
-        (Rule::nowhere(), read_only.basis())
-    } else {
-        (Rule::NothingPromised, read_only.basis())
-    }
-}
-
-fn derive_fs_delete(annotations: &Annotations) -> (Rule, String) {
-    let read_only = annotations.read_only_hint();
-    let destructive = annotations.destructive_hint();
-    if read_only.value {
-        (Rule::nowhere(), read_only.basis())
-    } else if !destructive.value {
-        (Rule::nowhere(), destructive.basis())
-    } else {
-        let basis = format!("{}; {}", read_only.basis(), destructive.basis());
-        (Rule::NothingPromised, basis)
-    }
+/// The row of one clause (`GRADED` has every clause in order; a test checks it).
+pub(crate) fn spec(clause: Clause) -> &'static ClauseSpec {
+    &GRADED[clause as usize]
 }
 
 #[cfg(test)]
@@ -79,12 +163,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn graded_table_is_in_clause_order_without_repeats() {
+    fn graded_table_is_every_clause_in_order() {
         let clauses: Vec<_> = graded_clauses().collect();
-        let mut sorted = clauses.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(clauses, sorted);
-        assert_eq!(clauses, [Clause::FsWrite, Clause::FsDelete]);
+        assert_eq!(clauses, Clause::ALL);
+        for clause in Clause::ALL {
+            assert_eq!(spec(clause).clause, clause);
+        }
     }
 }

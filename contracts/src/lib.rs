@@ -1,32 +1,41 @@
 //! Effect contracts: what each tool of an MCP server may do, and grading what it did.
 //!
-//! A [`Contract`] is plain data: per tool, per [`Clause`], a [`Rule`] and its basis.
-//! [`derive()`] builds one from the tools' annotations ([`ToolDecl`], SPEC §3.6 defaults for
-//! absent hints). [`Contract::compile`] checks it and builds its globs into a
+//! A [`Contract`] is plain data: per tool, per [`Clause`], a [`Rule`] and its basis. It
+//! comes from one of two places: [`derive()`] builds it from the tools' annotations
+//! ([`ToolDecl`], SPEC §3.6 defaults for absent hints); a contract document written before
+//! the run ([`ContractDocument::parse`], format in `CONTRACTS.md`) is resolved against the
+//! tools/list and the [`LabPaths`] by [`ContractDocument::resolve`], its rules beating the
+//! annotations'. [`Contract::compile`] checks it and builds its patterns into a
 //! [`CompiledContract`]. [`grade`] takes that and an [`Observation`] (calls, attributable
 //! effects, sensor self-tests, run errors) and returns [`Grades`]: exactly one [`Verdict`]
-//! per tool × graded clause ([`graded_clauses`]), each with the evidence SPEC §3.7 asks
-//! for; [`Cell::to_json`] gives the stable SPEC §5 shape.
+//! per tool × clause ([`graded_clauses`]), each with the evidence SPEC §3.7 asks for;
+//! [`Cell::to_json`] gives the stable SPEC §5 shape.
 //!
 //! The crate does no I/O: no files, no processes, no clock.
 
 mod clause;
 mod compile;
 mod contract;
+mod derive;
+mod document;
 mod grade;
 mod graded;
 mod observation;
+mod pattern;
 mod tool;
 mod verdict;
 
 pub use clause::{Clause, UnknownClause};
 pub use compile::{CompileError, CompiledContract};
-pub use contract::{ClauseRule, Contract, Rule, ToolContract, derive};
+pub use contract::{ClauseRule, Contract, Rule, ServerIdentity, ToolContract};
+pub use derive::derive;
+pub use document::{ContractDocument, ContractError, LabPaths, Location, render};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
 pub use graded::graded_clauses;
 pub use observation::{
     Attribution, Call, Effect, EffectClass, Observation, RunError, Sensor, SensorState,
     SensorStatus,
 };
+pub use pattern::PatternError;
 pub use tool::{Annotations, ToolDecl};
 pub use verdict::{Cell, ErrorKind, SkipReason, Verdict};

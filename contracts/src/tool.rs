@@ -89,4 +89,12 @@ impl Annotations {
     pub(crate) fn destructive_hint(&self) -> Hint {
         Hint::new("destructiveHint", self.destructive, true)
     }
+
+    pub(crate) fn idempotent_hint(&self) -> Hint {
+        Hint::new("idempotentHint", self.idempotent, false)
+    }
+
+    pub(crate) fn open_world_hint(&self) -> Hint {
+        Hint::new("openWorldHint", self.open_world, true)
+    }
 }

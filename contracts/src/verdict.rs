@@ -211,5 +211,14 @@ fn class_verb(class: EffectClass) -> &'static str {
         EffectClass::ModeChanged => "changed the mode of",
         EffectClass::Symlink => "made a symlink at",
         EffectClass::DirReplaced => "replaced the directory",
+        EffectClass::Read => "read",
+        EffectClass::Exec => "ran",
+        EffectClass::Connect => "connected to",
+        EffectClass::Dns => "looked up",
+        EffectClass::Udp => "sent a datagram to",
+        EffectClass::Listen => "listened on",
+        EffectClass::SecretInResult => "returned the canary",
+        EffectClass::InstructionInResult => "returned instruction-like text",
+        EffectClass::ManifestChanged => "changed the tools/list entry of",
     }
 }

@@ -36,3 +36,31 @@ fn derived_contracts_match_the_data_files() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn a_rendered_derived_contract_parses_back_to_the_same_rules() {
+    use vac_contracts::{ContractDocument, LabPaths, ServerIdentity, render};
+    for (label, case) in common::cases::<Case>("derive") {
+        let derived = derive(&case.tools);
+        let server = ServerIdentity {
+            name: "server \"x\"".into(),
+            version: Some("1.0".into()),
+        };
+        let text = render(&derived, &server);
+        let document = ContractDocument::parse("derived.toml", &text)
+            .unwrap_or_else(|e| panic!("{label}: {e}\n{text}"));
+        assert_eq!(document.server(), &server);
+        let resolved = document
+            .resolve(&case.tools, &LabPaths::at("/lab"))
+            .unwrap();
+        for (ours, theirs) in derived.tools.iter().zip(&resolved.tools) {
+            let rules = |t: &vac_contracts::ToolContract| {
+                t.rules
+                    .iter()
+                    .map(|r| (r.clause, r.rule.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(rules(ours), rules(theirs), "{label}: {}\n{text}", ours.tool);
+        }
+    }
+}

@@ -2,12 +2,11 @@
 //! Also checks, for every case, completeness and the evidence each verdict must carry.
 
 mod common;
+mod grid;
 
 use serde::Deserialize;
-use serde_json::Value;
 use vac_contracts::{
-    Cell, Clause, CompiledContract, CompletenessError, Contract, Grades, Observation, SensorState,
-    ToolDecl, Verdict, derive, grade,
+    CompiledContract, CompletenessError, Contract, Grades, Observation, ToolDecl, derive, grade,
 };
 
 #[derive(Deserialize)]
@@ -24,7 +23,7 @@ struct Case {
     observation: Observation,
     /// The whole grid, in order.
     #[serde(default)]
-    expected: Vec<Expected>,
+    expected: Vec<grid::Expected>,
     /// Grading must fail with this message instead.
     #[serde(default)]
     error: Option<String>,
@@ -32,23 +31,6 @@ struct Case {
     unattributed: Vec<String>,
     #[serde(default)]
     uncontracted: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Expected {
-    tool: String,
-    clause: Clause,
-    verdict: String,
-    /// Required for skipped and errored; optional sentence otherwise.
-    #[serde(default)]
-    reason: Option<String>,
-    /// Confirmed: the paths of the evidence's effects, in order.
-    #[serde(default)]
-    effects: Option<Vec<String>>,
-    /// Confirmed: the indices of the causing calls; refuted: the number of calls.
-    #[serde(default)]
-    calls: Option<Value>,
 }
 
 impl common::Named for Case {
@@ -91,9 +73,9 @@ fn verdict_grids_match_the_data_files() {
         if let Err(e) = grades.check_complete(&contract) {
             failures.push(format!("{label}: incomplete: {e}"));
         }
-        check_grid(&label, &grades, &case, &mut failures);
+        grid::check_grid(&label, &grades, &case.expected, &mut failures);
         for cell in &grades.cells {
-            check_evidence(&label, cell, &case.observation, &mut failures);
+            grid::check_evidence(&label, cell, &case.observation, &mut failures);
         }
         let paths = |effects: &[vac_contracts::Effect]| -> Vec<String> {
             effects.iter().map(|e| e.path.clone()).collect()
@@ -112,115 +94,6 @@ fn verdict_grids_match_the_data_files() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-fn check_grid(label: &str, grades: &Grades, case: &Case, failures: &mut Vec<String>) {
-    let got: Vec<_> = grades.cells.iter().map(|c| (&c.tool, c.clause)).collect();
-    let want: Vec<_> = case.expected.iter().map(|e| (&e.tool, e.clause)).collect();
-    if got != want {
-        failures.push(format!("{label}: grid {got:?}, expected {want:?}"));
-        return;
-    }
-    for (cell, want) in grades.cells.iter().zip(&case.expected) {
-        let at = format!("{label}: {} × {}", cell.tool, cell.clause);
-        let name = cell.verdict.name();
-        if name != want.verdict {
-            failures.push(format!(
-                "{at}: {name} ({}), expected {}",
-                cell.reason(),
-                want.verdict
-            ));
-            continue;
-        }
-        match (&want.reason, name) {
-            (Some(reason), _) if *reason != cell.reason() => {
-                failures.push(format!(
-                    "{at}: reason {:?}, expected {reason:?}",
-                    cell.reason()
-                ));
-            }
-            (None, "skipped" | "errored") => failures.push(format!("{at}: data lacks reason")),
-            _ => {}
-        }
-        match &cell.verdict {
-            Verdict::Confirmed { effects, calls, .. } => {
-                let paths: Vec<_> = effects.iter().map(|e| e.path.as_str()).collect();
-                if let Some(want) = &want.effects
-                    && paths != *want
-                {
-                    failures.push(format!("{at}: effects {paths:?}, expected {want:?}"));
-                }
-                let indices: Vec<_> = calls.iter().map(|c| c.index).collect();
-                if let Some(want) = &want.calls
-                    && serde_json::json!(indices) != *want
-                {
-                    failures.push(format!("{at}: calls {indices:?}, expected {want}"));
-                }
-            }
-            Verdict::Refuted { calls, .. } => {
-                if let Some(want) = &want.calls
-                    && serde_json::json!(calls) != *want
-                {
-                    failures.push(format!("{at}: {calls} calls, expected {want}"));
-                }
-            }
-            Verdict::Skipped { .. } | Verdict::Errored { .. } => {}
-        }
-    }
-}
-
-/// What SPEC §3.7 says each verdict must carry, checked on every cell of every case.
-fn check_evidence(label: &str, cell: &Cell, obs: &Observation, failures: &mut Vec<String>) {
-    let at = format!("{label}: {} × {}", cell.tool, cell.clause);
-    let json = cell.to_json();
-    let keys: Vec<_> = json
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    if keys != ["clause", "evidence", "reason", "tool", "verdict"] {
-        failures.push(format!("{at}: JSON keys {keys:?}"));
-    }
-    match &cell.verdict {
-        Verdict::Confirmed {
-            effects,
-            calls,
-            control_subtracted,
-            sensors,
-            ..
-        } => {
-            let caused = effects.iter().all(|e| {
-                calls
-                    .iter()
-                    .any(|c| Some(c.index) == e.attribution.call_index() && c.tool == cell.tool)
-            });
-            if effects.is_empty() || !caused {
-                failures.push(format!("{at}: effects not backed by the tool's calls"));
-            }
-            if sensors.is_empty() {
-                failures.push(format!("{at}: no sensor self-test in evidence"));
-            }
-            if control_subtracted.len() != obs.control_subtracted.len() {
-                failures.push(format!("{at}: control effects not carried"));
-            }
-            let evidence = &json["evidence"];
-            for key in ["effects", "calls", "control_subtracted", "sensors", "basis"] {
-                if evidence.get(key).is_none() {
-                    failures.push(format!("{at}: evidence lacks {key}"));
-                }
-            }
-        }
-        Verdict::Refuted { calls, sensors, .. } => {
-            if *calls == 0 || sensors.is_empty() {
-                failures.push(format!("{at}: refuted without calls or sensors"));
-            }
-            if sensors.iter().any(|s| s.status != SensorState::Live) {
-                failures.push(format!("{at}: refuted with a sensor not live"));
-            }
-        }
-        Verdict::Skipped { .. } | Verdict::Errored { .. } => {}
-    }
 }
 
 fn read_only_pair() -> (CompiledContract, Grades) {
