@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
-use vac_harness::probe::{ProbeOptions, ProbeReport};
+use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport};
 use vac_harness::{fixture, report};
 
 #[derive(Parser)]
@@ -29,8 +29,13 @@ enum Command {
     Probe(ProbeArgs),
     /// Recompute a receipt directory's hash chain and blobs; name the first bad record.
     Verify(VerifyArgs),
+    /// Print a probe's verdicts regenerated from its receipts alone.
+    Report(ReportArgs),
     /// Audit the three built-in fixtures (honest, dishonest, broad) and print their verdicts.
     Demo(DemoArgs),
+    /// Work with effect contracts.
+    #[command(subcommand)]
+    Contract(ContractCommand),
     /// Run a built-in fixture MCP server: the honest or dishonest twin, or the broad one.
     Fixture(FixtureArgs),
 }
@@ -49,6 +54,37 @@ struct ProbeArgs {
     /// Calls per tool at most.
     #[arg(long, default_value_t = 6)]
     max_calls: usize,
+    /// A contract document (TOML) to grade against instead of the annotations alone.
+    #[arg(long)]
+    contract: Option<PathBuf>,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<OsString>,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The receipt directory.
+    dir: PathBuf,
+    /// Print the JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum ContractCommand {
+    /// Write the contract a server's annotations imply, as TOML to edit before a probe.
+    Derive(DeriveArgs),
+}
+
+#[derive(Args)]
+struct DeriveArgs {
+    /// Where to write it (default: standard output).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seconds to wait for the server's answer to initialize.
+    #[arg(long, default_value_t = 20)]
+    timeout: u64,
     /// The server command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -86,8 +122,10 @@ enum Transport {
 }
 
 /// Exit codes (README.md lists them): 0 no violation, 1 violation confirmed, 2 usage error
-/// (clap), 3 could not run (sandbox failure or server not auditable), 4 receipt chain broken.
+/// (clap, or a contract that does not parse or name the server's tools), 3 could not run
+/// (sandbox failure or server not auditable), 4 receipt chain broken.
 const VIOLATION: u8 = 1;
+const USAGE: u8 = 2;
 const COULD_NOT_RUN: u8 = 3;
 const CHAIN_BROKEN: u8 = 4;
 
@@ -97,6 +135,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Probe(args) => run_probe(args),
         Command::Verify(args) => run_verify(args),
+        Command::Report(args) => run_report(args),
+        Command::Contract(ContractCommand::Derive(args)) => run_derive(args),
         Command::Demo(args) => run_demo(args),
         Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
     };
@@ -120,11 +160,50 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
-    let report = runtime()?
-        .block_on(vac_harness::probe::probe(options))
-        .context("probe failed")?;
-    print_report(&report, args.json);
-    Ok(exit_code(&report))
+    if let Some(path) = args.contract {
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read contract {}", path.display()))?;
+        options.contract = Some(ContractSource { name: path.display().to_string(), text });
+    }
+    match runtime()?.block_on(vac_harness::probe::probe(options)) {
+        Ok(report) => {
+            print_report(&report, args.json);
+            Ok(exit_code(&report))
+        }
+        Err(error @ ProbeError::Document(_)) => {
+            eprintln!("vac: {error}");
+            Ok(ExitCode::from(USAGE))
+        }
+        Err(error) => Err(anyhow::Error::new(error).context("probe failed")),
+    }
+}
+
+fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
+    let mut options = ProbeOptions::new(host_relative(args.command)?, PathBuf::new());
+    options.client.initialize_timeout = Duration::from_secs(args.timeout);
+    let text = runtime()?.block_on(vac_harness::probe::derive_contract(&options)).context("cannot derive a contract")?;
+    match args.out {
+        Some(path) => std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let doc = match report::from_receipts(&args.dir) {
+        Ok(doc) => doc,
+        Err(error @ report::ReportError::Broken { .. }) => {
+            println!("{}: BROKEN: {error:#}", args.dir.display());
+            return Ok(ExitCode::from(CHAIN_BROKEN));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if args.json {
+        println!("{doc}");
+    } else {
+        println!("{}", report::table(&doc));
+    }
+    let violation = doc["verdicts"].as_array().into_iter().flatten().any(|v| v["verdict"] == "confirmed");
+    Ok(if violation { ExitCode::from(VIOLATION) } else { ExitCode::SUCCESS })
 }
 
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -181,10 +260,11 @@ fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
 }
 
 fn print_report(report: &ProbeReport, json: bool) {
+    let doc = report::json(report);
     if json {
-        println!("{}", report::json(report));
+        println!("{doc}");
     } else {
-        println!("{}", report::table(report));
+        println!("{}", report::table(&doc));
     }
 }
 

@@ -1,8 +1,12 @@
-//! Rendering a probe: a short human table, or the SPEC §5 JSON document.
+//! Rendering a probe: the SPEC §5 JSON document, a short human table of it, and the same
+//! document regenerated from receipts alone.
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+
+use vac_receipts::{Body, ReceiptLog};
 
 use crate::probe::ProbeReport;
 
@@ -34,44 +38,73 @@ pub fn json(report: &ProbeReport) -> Value {
     })
 }
 
-/// A table of verdicts, the evidence one line each.
-pub fn table(report: &ProbeReport) -> String {
+/// A table of verdicts, the evidence one line each, from a probe's JSON document or one
+/// regenerated from receipts ([`from_receipts`]).
+pub fn table(doc: &Value) -> String {
+    let text = |key: &str| doc[key].as_str().unwrap_or("?").to_string();
     let mut out = String::new();
-    let _ = writeln!(out, "target    {}", report.target);
-    let _ = writeln!(
-        out,
-        "receipts  {} (head {})",
-        report.receipts.display(),
-        short(&report.head)
-    );
-    if let Some(failure) = &report.failure {
-        let _ = writeln!(out, "ERRORED   the server could not be audited: {failure}");
+    let _ = writeln!(out, "target    {}", text("target"));
+    let _ = writeln!(out, "receipts  {} (head {})", text("receipts"), short(&text("head")));
+    if let Some(error) = doc["error"].as_str() {
+        let _ = writeln!(out, "ERRORED   the server could not be audited: {error}");
         return out;
     }
-    let _ = writeln!(
-        out,
-        "contract  {} ({} tools, protocol {})",
-        short(&report.contract),
-        report.tools,
-        report.protocol_version.as_deref().unwrap_or("?")
-    );
+    let _ = writeln!(out, "contract  {}", short(&text("contract")));
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<20} {:<10} {:<10} EVIDENCE",
-        "TOOL", "CLAUSE", "VERDICT"
-    );
-    for cell in report.grades.iter().flat_map(|g| &g.cells) {
-        let _ = writeln!(
-            out,
-            "{:<20} {:<10} {:<10} {}",
-            cell.tool,
-            cell.clause.as_str(),
-            cell.verdict.name(),
-            one_line(&cell.to_json())
-        );
+    let _ = writeln!(out, "{:<20} {:<19} {:<10} EVIDENCE", "TOOL", "CLAUSE", "VERDICT");
+    for cell in doc["verdicts"].as_array().into_iter().flatten() {
+        let name = |key: &str| cell[key].as_str().unwrap_or("?").to_string();
+        let _ = writeln!(out, "{:<20} {:<19} {:<10} {}", name("tool"), name("clause"), name("verdict"), one_line(cell));
     }
     out
+}
+
+/// Why a report could not be regenerated from receipts.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("the receipts in {dir} do not verify")]
+    Broken {
+        dir: PathBuf,
+        #[source]
+        source: vac_receipts::VerifyError,
+    },
+    #[error("cannot read the receipts in {dir}")]
+    Read {
+        dir: PathBuf,
+        #[source]
+        source: vac_receipts::ReadError,
+    },
+}
+
+/// The verdict document of a probe, regenerated from its receipts alone (after verifying
+/// them): the verdicts as recorded, graded against the contract the receipts hold.
+pub fn from_receipts(dir: &Path) -> Result<Value, ReportError> {
+    let verified = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
+        .map_err(|source| ReportError::Broken { dir: dir.to_path_buf(), source })?;
+    let read = |source| ReportError::Read { dir: dir.to_path_buf(), source };
+    let log = ReceiptLog::open(dir).map_err(read)?;
+    let (mut target, mut contract, mut verdicts) = (None, None, Vec::new());
+    for entry in log.entries().map_err(read)? {
+        match entry.map_err(read)?.record.body {
+            Body::RunStart(start) if target.is_none() => target = Some(start.target),
+            Body::Contract(c) => contract = Some(json!({"name": c.name, "blake3": c.blake3.to_hex()})),
+            Body::Verdict(v) => {
+                let mut evidence = v.evidence;
+                let graded_against = evidence.as_object_mut().and_then(|e| e.remove("contract"));
+                verdicts.push(json!({"tool": v.tool, "clause": v.clause, "verdict": v.verdict,
+                    "reason": v.reason, "evidence": evidence, "contract": graded_against}));
+            }
+            _ => {}
+        }
+    }
+    Ok(json!({
+        "target": target,
+        "contract": contract.as_ref().map(|c| c["blake3"].clone()),
+        "contract_name": contract.as_ref().map(|c| c["name"].clone()),
+        "verdicts": verdicts,
+        "receipts": dir,
+        "head": verified.head.to_hex(),
+    }))
 }
 
 fn one_line(cell: &Value) -> String {

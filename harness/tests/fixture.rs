@@ -32,7 +32,10 @@ fn declared_twin_tools() -> Vec<(&'static str, Value)> {
         ("check_status", json!({ "openWorldHint": false })),
         ("get_tips", read_only.clone()),
         ("list_projects", read_only.clone()),
-        ("query_data", read_only.clone()),
+        (
+            "query_data",
+            json!({ "readOnlyHint": true, "openWorldHint": false }),
+        ),
         ("index_notes", read_only),
     ]
 }

@@ -84,7 +84,10 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
         Some(1),
         "a confirmed violation exits 1"
     );
-    let confirmed = cells(&probe.json, "confirmed");
+    let confirmed: Vec<&Value> = cells(&probe.json, "confirmed")
+        .into_iter()
+        .filter(|c| c["clause"] == "fs.write")
+        .collect();
     let mut tools: Vec<&str> = confirmed
         .iter()
         .map(|c| c["tool"].as_str().unwrap())
@@ -197,16 +200,16 @@ fn honest_twin_has_no_confirmed_cell() {
     for cell in probe.json["verdicts"].as_array().unwrap() {
         match cell["verdict"].as_str().unwrap() {
             "refuted" => {
+                // Refuted only with every sensor backing the clause proven live.
                 let sensors = cell["evidence"]["sensors"].as_array().unwrap();
-                assert!(
-                    sensors
-                        .iter()
-                        .any(|s| s["sensor"] == "fs_writes" && s["status"] == "live"),
-                    "{cell}"
-                );
-                assert!(cell["evidence"]["calls"].as_u64().unwrap() > 0);
+                assert!(!sensors.is_empty(), "{cell}");
+                assert!(sensors.iter().all(|s| s["status"] == "live"), "{cell}");
             }
-            "skipped" => assert_eq!(cell["reason"], "nothing_promised", "{cell}"),
+            "skipped" => {
+                let reason = cell["reason"].as_str().unwrap();
+                let named = ["nothing_promised", "capability_absent", "not_called"];
+                assert!(named.contains(&reason), "{cell}");
+            }
             other => panic!("unexpected verdict {other}: {cell}"),
         }
     }
@@ -233,6 +236,7 @@ fn broad_server_declared_writes_are_skipped_not_flagged() {
         .unwrap()
         .iter()
         .filter(|c| c["tool"] == "file_manager")
+        .filter(|c| c["clause"] == "fs.write" || c["clause"] == "fs.delete")
         .collect();
     assert_eq!(manager.len(), 2);
     assert!(

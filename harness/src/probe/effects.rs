@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -73,7 +73,9 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[FsEvent]) {
         let path = observed.change.path();
         observed.writes = events
             .iter()
-            .filter(|e| e.path == path && e.kind != FsEventKind::Open)
+            .filter(|e| {
+                e.path == path && !matches!(e.kind, FsEventKind::Open | FsEventKind::CloseNoWrite)
+            })
             .map(|e| e.since_start)
             .take(MAX_WRITES)
             .collect();
@@ -129,9 +131,13 @@ fn key(change: &FsChange) -> (EffectClass, String) {
 
 /// Per-run names (nonces) differ between runs; the rest of a path must match.
 pub(crate) fn normalise(path: &Path) -> String {
-    let text = path.to_string_lossy();
+    normalise_text(&path.to_string_lossy())
+}
+
+/// Replaces every `vac-nonce-<hex>` with `vac-nonce-*`.
+pub(crate) fn normalise_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest: &str = &text;
+    let mut rest: &str = text;
     while let Some(at) = rest.find("vac-nonce-") {
         out.push_str(&rest[..at + "vac-nonce-".len()]);
         out.push('*');
@@ -180,13 +186,13 @@ pub(crate) fn attribute(at: Duration, calls: &[CallRecord]) -> (Attribution, &'s
     match timed.rev().find(|(_, requested, _)| *requested <= at) {
         Some((index, _, answered)) if at <= answered => (
             Attribution::Call(index),
-            "lab event inside the call's window",
+            "observed inside the call's window",
         ),
         Some((index, _, _)) => (
             Attribution::AfterResponse(index),
-            "lab event after the call's response",
+            "observed after the call's response",
         ),
-        None => (Attribution::Unattributed, "lab event before the first call"),
+        None => (Attribution::Unattributed, "observed before the first call"),
     }
 }
 
@@ -345,6 +351,37 @@ pub(crate) fn class_name(class: EffectClass) -> String {
         .unwrap_or_default()
 }
 
+/// Lab files a subject run read (closed after a read-only open), one effect per file and
+/// call. Opens during startup are unattributed, as the control run shows the same.
+pub(crate) fn reads(
+    reads: &[(PathBuf, Duration)],
+    calls: &[CallRecord],
+    canaries: &[PathBuf],
+    run_id: &str,
+) -> Vec<Effect> {
+    let mut effects: Vec<Effect> = Vec::new();
+    for (path, at) in reads {
+        let (attribution, basis) = attribute(*at, calls);
+        let shown = path.display().to_string();
+        if effects
+            .iter()
+            .any(|e| e.path == shown && e.attribution == attribution)
+        {
+            continue;
+        }
+        let detail = json!({"run": run_id, "attribution": basis, "closed_ms": at.as_millis() as u64,
+            "canary": canaries.contains(path)});
+        effects.push(Effect {
+            class: EffectClass::Read,
+            path: shown,
+            attribution,
+            detail,
+            existed_before: true,
+        });
+    }
+    effects
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +442,7 @@ mod tests {
     fn call(index: usize, requested: u64, answered: u64) -> CallRecord {
         CallRecord {
             index,
+            repeat_of: None,
             tool: "t".into(),
             arguments: Default::default(),
             outcome: Ok(crate::client::CallOutcome {

@@ -8,9 +8,12 @@
 //! [`ProbeReport`].
 
 mod effects;
+mod observe;
 mod plan;
+mod plants;
 mod record;
 mod run;
+mod sensed;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,17 +21,17 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use vac_contracts::{
-    Grades, Observation, RunError, Sensor, SensorState, SensorStatus, SkipReason, ToolDecl, derive,
-    grade, graded_clauses,
+    Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
+    grade, graded_clauses, render,
 };
-use vac_sandbox::{Lab, Limits, Sandbox, SandboxError};
+use vac_sandbox::{Limits, Sandbox, SandboxError};
 
 pub use plan::{PlannedCall, Plants, has_path_argument, plan_tool};
 pub use run::Quiet;
 
 use crate::client::ClientOptions;
 use record::Recorder;
-use run::{Reading, Role, RunOutput};
+use run::{Role, RunOutput};
 
 /// What to probe and how.
 #[derive(Debug, Clone)]
@@ -44,6 +47,15 @@ pub struct ProbeOptions {
     pub limits: Limits,
     /// Host directory for run directories (default: the sandbox's).
     pub run_root: Option<PathBuf>,
+    /// A written contract; without one, the contract is derived from the annotations.
+    pub contract: Option<ContractSource>,
+}
+
+/// A contract document's name (its path) and text, read by the caller.
+#[derive(Debug, Clone)]
+pub struct ContractSource {
+    pub name: String,
+    pub text: String,
 }
 
 impl ProbeOptions {
@@ -66,6 +78,7 @@ impl ProbeOptions {
                 ..Limits::default()
             },
             run_root: None,
+            contract: None,
         }
     }
 }
@@ -87,7 +100,11 @@ pub enum ProbeError {
         #[source]
         source: vac_receipts::VerifyError,
     },
-    #[error("the derived contract does not compile")]
+    #[error(transparent)]
+    Document(#[from] vac_contracts::ContractError),
+    #[error("the server could not be audited: {detail}")]
+    NoManifest { detail: String },
+    #[error("the contract does not compile")]
     Contract(#[from] vac_contracts::CompileError),
     #[error("grading failed")]
     Grade(#[from] vac_contracts::GradeError),
@@ -118,11 +135,13 @@ impl ProbeReport {
     }
 }
 
-const NOTE: &str = "notes/welcome.md";
-const NOTE_TEXT: &str = "# Welcome\n\nThis note was planted by vac for read tools.\n";
-
 /// Audits one server.
 pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
+    // A bad contract is reported before anything runs.
+    let document = match &options.contract {
+        Some(source) => Some(ContractDocument::parse(&source.name, &source.text)?),
+        None => None,
+    };
     let target = options
         .command
         .iter()
@@ -131,7 +150,8 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         .join(" ");
     let nonce = nonce();
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool,
-        "quiet_ms": options.quiet.max.as_millis() as u64, "isolation": "per-tool"});
+        "quiet_ms": options.quiet.max.as_millis() as u64, "isolation": "per-tool",
+        "contract": options.contract.as_ref().map(|c| &c.name)});
     let receipts = |source| ProbeError::Receipts {
         dir: options.out_dir.clone(),
         source,
@@ -139,23 +159,12 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let mut recorder =
         Recorder::create(&options.out_dir, &config, options.seed).map_err(receipts)?;
 
-    let lab = Lab::new().plant(format!("work/{NOTE}"), NOTE_TEXT);
-    let view = lab.view();
-    let mut builder = Sandbox::builder(options.command.clone())
-        .lab(lab)
-        .limits(options.limits.clone());
-    if let Some(root) = &options.run_root {
-        builder = builder.run_root(root);
-    }
-    let sandbox = builder.build()?;
-    let sandbox_config =
-        json!({"lab": view.root(), "planted": [NOTE], "limits": format!("{:?}", options.limits)});
-    let plants = Plants {
-        note_relative: NOTE.into(),
-        note_absolute: view.work().join(NOTE).display().to_string(),
-        nonce_path: format!("notes/vac-nonce-{nonce}.md"),
-        canary: format!("vac-canary-{nonce}"),
-    };
+    let planted = plants::plant(&nonce);
+    let view = planted.lab.view();
+    let sandbox = sandbox(&options, &planted)?;
+    let sandbox_config = json!({"lab": view.root(), "planted": [plants::NOTE], "trap": plants::TRAP,
+        "canaries": planted.canaries.iter().map(|c| json!({"name": c.name, "path": c.path})).collect::<Vec<_>>(),
+        "limits": format!("{:?}", options.limits)});
 
     let control = run::execute(
         &sandbox,
@@ -181,60 +190,68 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         grades: None,
         runs: vec![summary(&control)],
     };
-    let decls = match (&control.failure, &control.tools) {
-        (None, Some(tools)) => tools.raw.as_array().map(|raw| {
-            raw.iter()
-                .filter_map(|t| serde_json::from_value::<ToolDecl>(t.clone()).ok())
-                .collect::<Vec<_>>()
-        }),
-        _ => None,
-    };
-    let Some(decls) = decls else {
-        report.failure = Some(
-            control
-                .failure
-                .as_ref()
-                .map_or("the server returned no tools/list".into(), |f| {
-                    f.detail.clone()
-                }),
-        );
+    let Some(decls) = manifest(&control) else {
+        let why = control
+            .failure
+            .as_ref()
+            .map_or("the server returned no tools/list".into(), |f| {
+                f.detail.clone()
+            });
+        report.failure = Some(why);
         report.head = seal(recorder, &options.out_dir)?;
         return Ok(report);
     };
     report.tools = decls.len();
 
-    let contract = derive(&decls);
+    // Pre-registration: the contract's bytes go into the receipts before the first call.
+    let lab_paths = LabPaths::at(&view.root().display().to_string());
+    let (contract, name, text) = match (&document, &options.contract) {
+        (Some(document), Some(source)) => (
+            document.resolve(&decls, &lab_paths)?,
+            source.name.clone(),
+            source.text.clone(),
+        ),
+        _ => {
+            let derived = derive(&decls);
+            let text = render(&derived, &server_identity(&control));
+            (derived, "derived from annotations".to_string(), text)
+        }
+    };
     let compiled = contract.compile()?;
-    let text = serde_json::to_string_pretty(&contract).unwrap_or_default();
-    report.contract = recorder
-        .contract("derived from annotations", &text)
-        .map_err(receipts)?;
+    report.contract = recorder.contract(&name, &text).map_err(receipts)?;
 
-    let mut observation = Observation::default();
-    observation.sensors.extend(sensors(&control));
+    let mut observation = observe::start(&control, &planted);
     let mut next_index = 0;
     let mut last_run = control.id.clone();
     for decl in &decls {
-        let restricted = contract
-            .tools
-            .iter()
-            .find(|t| t.tool == decl.name)
-            .is_some_and(|t| {
-                t.rules
-                    .iter()
-                    .any(|r| r.rule != vac_contracts::Rule::NothingPromised)
-            });
-        if !restricted {
+        let Some(rules) = contract.tools.iter().find(|t| t.tool == decl.name) else {
+            continue;
+        };
+        let restricted = |clause: Option<Clause>| {
+            rules
+                .rules
+                .iter()
+                .any(|r| clause.is_none_or(|c| r.clause == c) && r.rule != Rule::NothingPromised)
+        };
+        if rules.call == Some(false) {
+            observation
+                .not_called
+                .push((decl.name.clone(), SkipReason::NotCalled));
+            continue;
+        }
+        if !restricted(None) {
             observation
                 .not_called
                 .push((decl.name.clone(), SkipReason::NothingPromised));
             continue;
         }
+        let repeat = restricted(Some(Clause::Idempotent));
         let calls = plan_tool(
             &decl.name,
             &decl.input_schema,
-            &plants,
+            &planted.plants,
             options.max_calls_per_tool,
+            repeat,
         );
         let subject = run::execute(
             &sandbox,
@@ -250,7 +267,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         recorder
             .run(&subject, &target, sandbox_config.clone())
             .map_err(receipts)?;
-        observe(&mut observation, &subject, &control);
+        observe::add(&mut observation, &subject, &control, &planted);
         report.runs.push(summary(&subject));
         last_run = subject.id.clone();
     }
@@ -261,6 +278,54 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     report.grades = Some(grades);
     report.head = seal(recorder, &options.out_dir)?;
     Ok(report)
+}
+
+/// `vac contract derive`: a control run only, and the contract its tools' annotations
+/// imply, written as a document for the researcher to edit before the real run.
+pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
+    let planted = plants::plant(&nonce());
+    let sandbox = sandbox(options, &planted)?;
+    let control = run::execute(&sandbox, Role::Control, None, &[], 0, options.quiet, &options.client).await?;
+    let Some(decls) = manifest(&control) else {
+        let detail = control.failure.map_or("the server returned no tools/list".into(), |f| f.detail);
+        return Err(ProbeError::NoManifest { detail });
+    };
+    Ok(render(&derive(&decls), &server_identity(&control)))
+}
+
+fn sandbox(options: &ProbeOptions, planted: &plants::Planted) -> Result<Sandbox, ProbeError> {
+    let mut builder = Sandbox::builder(options.command.clone())
+        .lab(planted.lab.clone())
+        .env(&planted.env.0, &planted.env.1)
+        .limits(options.limits.clone());
+    if let Some(root) = &options.run_root {
+        builder = builder.run_root(root);
+    }
+    Ok(builder.build()?)
+}
+
+/// The tools the control run listed, if it got that far.
+fn manifest(control: &RunOutput) -> Option<Vec<ToolDecl>> {
+    if control.failure.is_some() {
+        return None;
+    }
+    let raw = control.tools.as_ref()?.raw.as_array()?;
+    Some(
+        raw.iter()
+            .filter_map(|t| serde_json::from_value::<ToolDecl>(t.clone()).ok())
+            .collect(),
+    )
+}
+
+fn server_identity(control: &RunOutput) -> ServerIdentity {
+    ServerIdentity {
+        name: control
+            .server
+            .as_ref()
+            .map_or("unknown", |(name, _)| name.as_str())
+            .to_string(),
+        version: control.server.as_ref().map(|(_, version)| version.clone()),
+    }
 }
 
 /// Seals the log and reads it back: the head a later `vac verify` will print.
@@ -277,78 +342,6 @@ fn seal(recorder: Recorder, dir: &std::path::Path) -> Result<String, ProbeError>
             }
         })?;
     Ok(verified.head.to_hex())
-}
-
-/// Adds one subject run's calls, attributable effects, sensors and errors.
-fn observe(observation: &mut Observation, subject: &RunOutput, control: &RunOutput) {
-    for call in &subject.calls {
-        let (ok, error) = match &call.outcome {
-            Ok(outcome) => (
-                outcome.error.is_none(),
-                outcome.error.as_ref().map(|e| e.to_string()),
-            ),
-            Err(error) => (false, Some(error.clone())),
-        };
-        observation.calls.push(vac_contracts::Call {
-            index: call.index,
-            tool: call.tool.clone(),
-            arguments: Value::Object(call.arguments.clone()),
-            ok,
-            error,
-        });
-    }
-    let (attributable, subtracted) = effects::subtract(&subject.changes, &control.changes);
-    for item in &attributable {
-        observation
-            .effects
-            .extend(effects::to_effects(item, &subject.calls, &subject.id));
-    }
-    // The control's changes are the same for every subject run: list each once.
-    for effect in subtracted
-        .iter()
-        .map(|o| effects::control_effect(o, &control.id))
-    {
-        if !observation
-            .control_subtracted
-            .iter()
-            .any(|e| e.path == effect.path && e.class == effect.class)
-        {
-            observation.control_subtracted.push(effect);
-        }
-    }
-    observation.sensors.extend(sensors(subject));
-    if let Some(failure) = &subject.failure {
-        observation.errors.push(RunError {
-            tool: subject.tool.clone(),
-            kind: failure.kind,
-            detail: json!({"run": subject.id, "detail": failure.detail}),
-        });
-    }
-}
-
-fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
-    [
-        (Sensor::FsWrites, &output.fs_writes),
-        (Sensor::FsEvents, &output.fs_events),
-    ]
-    .into_iter()
-    .map(|(sensor, reading)| {
-        let (status, detail) = match reading {
-            Reading::Live(detail) => (SensorState::Live, detail),
-            Reading::Blind(reason) => (
-                SensorState::Blind {
-                    reason: reason.clone(),
-                },
-                reason,
-            ),
-        };
-        SensorStatus {
-            sensor,
-            status,
-            detail: json!({"run": output.id, "self_test": detail}),
-        }
-    })
-    .collect()
 }
 
 fn summary(output: &RunOutput) -> Value {

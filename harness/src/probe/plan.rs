@@ -25,6 +25,8 @@ pub struct Plants {
 pub struct PlannedCall {
     pub tool: String,
     pub arguments: Map<String, Value>,
+    /// This call repeats the plan's call at this position with identical arguments.
+    pub repeat_of: Option<usize>,
 }
 
 const PATH_NAMES: [&str; 10] = [
@@ -42,12 +44,14 @@ const PATH_NAMES: [&str; 10] = [
 const MAX_ENUM_VALUES: usize = 4;
 const MAX_REF_DEPTH: usize = 8;
 
-/// The calls for one tool, at most `max_calls`.
+/// The calls for one tool, at most `max_calls`. With `repeat`, the last call repeats the
+/// first with identical arguments (the `idempotent` clause's probe).
 pub fn plan_tool(
     tool: &str,
     schema: &Value,
     plants: &Plants,
     max_calls: usize,
+    repeat: bool,
 ) -> Vec<PlannedCall> {
     let properties = resolve(schema, schema, 0)
         .get("properties")
@@ -75,6 +79,7 @@ pub fn plan_tool(
     let mut calls = vec![PlannedCall {
         tool: tool.to_string(),
         arguments: base.clone(),
+        repeat_of: None,
     }];
     for (name, values) in &fields {
         for value in values.iter().skip(1) {
@@ -83,10 +88,19 @@ pub fn plan_tool(
             calls.push(PlannedCall {
                 tool: tool.to_string(),
                 arguments,
+                repeat_of: None,
             });
         }
     }
-    calls.truncate(max_calls.max(1));
+    if repeat {
+        calls.truncate(max_calls.max(2) - 1);
+        calls.push(PlannedCall {
+            repeat_of: Some(0),
+            ..calls[0].clone()
+        });
+    } else {
+        calls.truncate(max_calls.max(1));
+    }
     calls
 }
 
@@ -103,6 +117,10 @@ pub fn has_path_argument(schema: &Value) -> bool {
 
 fn is_path_like(name: &str, property: &Value) -> bool {
     let name = name.to_ascii_lowercase();
+    if property.get("type").is_some_and(|t| t == "array") {
+        // A list of paths: `paths`, `files`, `file_paths`.
+        return name.ends_with("paths") || name == "files";
+    }
     let typed_string = property.get("type").is_none_or(|t| t == "string");
     typed_string
         && property.get("enum").is_none()
@@ -114,20 +132,30 @@ fn is_path_like(name: &str, property: &Value) -> bool {
 
 fn candidates(property: &Value, path_like: bool, plants: &Plants) -> Vec<Value> {
     if path_like {
-        return [
+        let paths = [
             &plants.note_relative,
             &plants.note_absolute,
             &plants.nonce_path,
-        ]
-        .map(|p| Value::String(p.clone()))
-        .to_vec();
+        ];
+        let paths = paths.map(|p| Value::String(p.clone()));
+        if property.get("type").is_some_and(|t| t == "array") {
+            return paths.map(|p| Value::Array(vec![p])).to_vec();
+        }
+        return paths.to_vec();
     }
     if let Some(values) = property
         .get("enum")
         .and_then(Value::as_array)
         .filter(|v| !v.is_empty())
     {
-        return values.iter().take(MAX_ENUM_VALUES).cloned().collect();
+        let mut candidates: Vec<Value> = values.iter().take(MAX_ENUM_VALUES).cloned().collect();
+        // Case and whitespace variants of the first value: a server that normalises them
+        // may accept more than it declared.
+        if let Some(first) = values[0].as_str() {
+            candidates.push(Value::String(first.to_uppercase()));
+            candidates.push(Value::String(format!(" {first} ")));
+        }
+        return candidates;
     }
     if let Some(value) = property.get("const") {
         return vec![value.clone()];
@@ -184,7 +212,7 @@ mod tests {
     fn path_fields_get_the_note_both_ways_and_a_nonce() {
         let schema =
             json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]});
-        let calls = plan_tool("read_note", &schema, &plants(), 6);
+        let calls = plan_tool("read_note", &schema, &plants(), 6, false);
         let paths: Vec<&str> = calls
             .iter()
             .map(|c| c.arguments["path"].as_str().unwrap())
@@ -205,10 +233,16 @@ mod tests {
             "datasource":{"type":"string","enum":["analytics","reporting"]},
             "query":{"type":"string"},
             "optional":{"type":"string"}},"required":["datasource","query"]});
-        let calls = plan_tool("query_data", &schema, &plants(), 6);
-        assert_eq!(calls.len(), 2);
+        let calls = plan_tool("query_data", &schema, &plants(), 6, false);
+        let sources: Vec<&str> = calls
+            .iter()
+            .map(|c| c.arguments["datasource"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            sources,
+            ["analytics", "reporting", "ANALYTICS", " analytics "]
+        );
         assert_eq!(calls[0].arguments["query"], "vac-canary-abc");
-        assert_eq!(calls[1].arguments["datasource"], "reporting");
         assert!(!calls[0].arguments.contains_key("optional"));
     }
 
@@ -216,16 +250,17 @@ mod tests {
     fn refs_into_defs_are_followed_and_no_schema_means_one_empty_call() {
         let schema = json!({"type":"object","properties":{"action":{"$ref":"#/$defs/Action"},"n":{"type":"integer","minimum":3}},
             "required":["action","n"],"$defs":{"Action":{"type":"string","enum":["read","write"]}}});
-        let calls = plan_tool("file_manager", &schema, &plants(), 6);
+        let calls = plan_tool("file_manager", &schema, &plants(), 6, false);
         assert_eq!(calls[0].arguments["action"], "read");
         assert_eq!(calls[0].arguments["n"], 3);
         assert_eq!(calls[1].arguments["action"], "write");
-        let none = plan_tool("get_config", &json!({"type":"object"}), &plants(), 6);
+        let none = plan_tool("get_config", &json!({"type":"object"}), &plants(), 6, false);
         assert_eq!(
             none,
             vec![PlannedCall {
                 tool: "get_config".into(),
-                arguments: Map::new()
+                arguments: Map::new(),
+                repeat_of: None,
             }]
         );
     }
@@ -233,13 +268,24 @@ mod tests {
     #[test]
     fn self_referencing_refs_stop() {
         let schema = json!({"$ref":"#","properties":{}});
-        assert_eq!(plan_tool("loop", &schema, &plants(), 3).len(), 1);
+        assert_eq!(plan_tool("loop", &schema, &plants(), 3, false).len(), 1);
         assert!(!has_path_argument(&schema));
+    }
+
+    #[test]
+    fn lists_of_paths_get_one_path_per_call() {
+        let schema = json!({"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}}},"required":["paths"]});
+        let calls = plan_tool("read_multiple_files", &schema, &plants(), 6, false);
+        assert_eq!(calls.len(), 3);
+        assert_eq!(
+            calls[1].arguments["paths"],
+            json!(["/lab/work/notes/welcome.md"])
+        );
     }
 
     #[test]
     fn the_budget_caps_the_calls() {
         let schema = json!({"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["a","b","c","d","e"]}},"required":["path","mode"]});
-        assert_eq!(plan_tool("t", &schema, &plants(), 4).len(), 4);
+        assert_eq!(plan_tool("t", &schema, &plants(), 4, false).len(), 4);
     }
 }

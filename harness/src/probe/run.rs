@@ -1,6 +1,7 @@
 //! One sandboxed run of a server: spawn, handshake, tools/list, the planned calls, a quiet
 //! period, shutdown, teardown, then the write witness (SPEC §3.4).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -8,7 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use vac_contracts::ErrorKind;
 use vac_sandbox::{
-    FsEvent, FsEventKind, LabEvents, Running, Sandbox, SandboxError, SelfTest, Termination,
+    FsEvent, FsEventKind, LabEvents, NetworkLog, ProcessLog, Running, Sandbox, SandboxError,
+    SelfTest, Termination,
 };
 
 use super::effects::{self, ObservedChange};
@@ -45,6 +47,8 @@ pub(crate) enum Reading {
 #[derive(Debug, Clone)]
 pub(crate) struct CallRecord {
     pub(crate) index: usize,
+    /// The earlier call of this run with identical arguments, for `idempotent`.
+    pub(crate) repeat_of: Option<usize>,
     pub(crate) tool: String,
     pub(crate) arguments: Map<String, Value>,
     pub(crate) outcome: Result<CallOutcome, String>,
@@ -66,9 +70,17 @@ pub(crate) struct RunOutput {
     pub(crate) frames: Vec<Frame>,
     pub(crate) frame_stats: FrameLogStats,
     pub(crate) protocol_version: Option<String>,
+    /// The server's name and version from initialize.
+    pub(crate) server: Option<(String, String)>,
     pub(crate) tools: Option<ToolList>,
     pub(crate) calls: Vec<CallRecord>,
     pub(crate) changes: Vec<ObservedChange>,
+    /// Lab files read (closed after a read-only open), when, in order; the marker excluded.
+    pub(crate) reads: Vec<(PathBuf, Duration)>,
+    /// The process sensor's log (execs of the run's tree), if it ran.
+    pub(crate) processes: Option<ProcessLog>,
+    /// The network sensor's log (the sinkhole), if it ran.
+    pub(crate) network: Option<NetworkLog>,
     pub(crate) fs_writes: Reading,
     pub(crate) fs_events: Reading,
     pub(crate) failure: Option<RunFailure>,
@@ -106,9 +118,13 @@ pub(crate) async fn execute(
         frames: Vec::new(),
         frame_stats: log.stats(),
         protocol_version: None,
+        server: None,
         tools: None,
         calls: Vec::new(),
         changes: Vec::new(),
+        reads: Vec::new(),
+        processes: None,
+        network: None,
         fs_writes: Reading::Blind("the run ended before the witness walked".into()),
         fs_events: Reading::Blind("no lab event stream".into()),
         failure: None,
@@ -147,6 +163,8 @@ pub(crate) async fn execute(
         Err(error) => output.fs_writes = Reading::Blind(format!("the witness failed: {error}")),
     }
     let marker = stopped.marker().ok().map(|m| m.path.clone());
+    output.processes = stopped.processes().cloned();
+    output.network = stopped.network_log().cloned();
     drop(stopped); // teardown ends the event stream
     let (events, lost) = match collector {
         Some(task) => tokio::time::timeout(Duration::from_secs(10), task)
@@ -156,7 +174,7 @@ pub(crate) async fn execute(
             .unwrap_or_default(),
         None => (Vec::new(), None),
     };
-    output.fs_events = match (lost, marker) {
+    output.fs_events = match (lost, marker.clone()) {
         (Some(lost), _) => Reading::Blind(lost),
         (None, Some(marker))
             if events
@@ -168,6 +186,13 @@ pub(crate) async fn execute(
         (None, _) => Reading::Blind("the marker's open was not seen".into()),
     };
     effects::stamp(&mut output.changes, &events);
+    output.reads = events
+        .iter()
+        .filter(|e| {
+            e.kind == FsEventKind::CloseNoWrite && !e.is_dir && marker.as_ref() != Some(&e.path)
+        })
+        .map(|e| (e.path.clone(), e.since_start))
+        .collect();
     output.frames = log.drain();
     output.frame_stats = log.stats();
     Ok(output)
@@ -193,6 +218,11 @@ async fn converse(
         }
     };
     output.protocol_version = Some(session.protocol_version().to_string());
+    output.server = session
+        .server_info()
+        .server_info
+        .as_ref()
+        .map(|i| (i.name.clone(), i.version.clone()));
     match session.list_tools().await {
         Ok(tools) => output.tools = Some(tools),
         Err(error) => {
@@ -217,6 +247,7 @@ async fn converse(
         );
         output.calls.push(CallRecord {
             index: first_index + offset,
+            repeat_of: call.repeat_of.map(|earlier| first_index + earlier),
             tool: call.tool.clone(),
             arguments: call.arguments.clone(),
             outcome: outcome.map_err(|e| e.to_string()),

@@ -1,0 +1,162 @@
+//! From runs to the contracts' `Observation`: calls, attributable effects, the control's
+//! subtracted effects, sensor self-tests and run errors.
+
+use serde_json::{Value, json};
+use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStatus};
+
+use super::effects;
+use super::plants::Planted;
+use super::run::{Reading, RunOutput};
+use super::sensed;
+
+/// A sensor this build of vac does not have yet: its clauses are `skipped:
+/// capability_absent`, never a clean verdict.
+const ABSENT: (Sensor, &str) = (
+    Sensor::Protocol,
+    "no result or manifest detectors in this build",
+);
+
+/// An observation holding the control run's sensors and the planted canaries.
+pub(crate) fn start(control: &RunOutput, planted: &Planted) -> Observation {
+    let mut observation = Observation {
+        canaries: planted
+            .canary_paths()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        ..Observation::default()
+    };
+    observation.sensors.extend(sensors(control));
+    observation
+}
+
+/// Adds one subject run's calls, attributable effects, sensors and errors.
+pub(crate) fn add(
+    observation: &mut Observation,
+    subject: &RunOutput,
+    control: &RunOutput,
+    planted: &Planted,
+) {
+    for call in &subject.calls {
+        let (ok, error) = match &call.outcome {
+            Ok(outcome) => (
+                outcome.error.is_none(),
+                outcome.error.as_ref().map(|e| e.to_string()),
+            ),
+            Err(error) => (false, Some(error.clone())),
+        };
+        observation.calls.push(Call {
+            index: call.index,
+            tool: call.tool.clone(),
+            arguments: Value::Object(call.arguments.clone()),
+            ok,
+            error,
+            repeat_of: call.repeat_of,
+        });
+    }
+    let (attributable, subtracted) = effects::subtract(&subject.changes, &control.changes);
+    for item in &attributable {
+        observation
+            .effects
+            .extend(effects::to_effects(item, &subject.calls, &subject.id));
+    }
+    let canaries = planted.canary_paths();
+    observation.effects.extend(effects::reads(
+        &subject.reads,
+        &subject.calls,
+        &canaries,
+        &subject.id,
+    ));
+    let tokens = planted.tokens();
+    let execs = |run: &RunOutput| {
+        run.processes
+            .as_ref()
+            .map(sensed::execs)
+            .unwrap_or_default()
+    };
+    let network = |run: &RunOutput| {
+        run.network
+            .as_ref()
+            .map(|log| sensed::network(log, &tokens))
+            .unwrap_or_default()
+    };
+    observation.effects.extend(sensed::effects(
+        &execs(subject),
+        &execs(control),
+        &subject.calls,
+        &subject.id,
+    ));
+    observation.effects.extend(sensed::effects(
+        &network(subject),
+        &network(control),
+        &subject.calls,
+        &subject.id,
+    ));
+    // The control's changes are the same for every subject run: list each once.
+    for effect in subtracted
+        .iter()
+        .map(|o| effects::control_effect(o, &control.id))
+    {
+        let known = observation
+            .control_subtracted
+            .iter()
+            .any(|e| e.path == effect.path && e.class == effect.class);
+        if !known {
+            observation.control_subtracted.push(effect);
+        }
+    }
+    observation.sensors.extend(sensors(subject));
+    if let Some(failure) = &subject.failure {
+        observation.errors.push(RunError {
+            tool: subject.tool.clone(),
+            kind: failure.kind,
+            detail: json!({"run": subject.id, "detail": failure.detail}),
+        });
+    }
+}
+
+fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
+    let live = [
+        (Sensor::FsWrites, &output.fs_writes),
+        (Sensor::FsEvents, &output.fs_events),
+    ]
+    .into_iter()
+    .map(|(sensor, reading)| {
+        let (status, detail) = match reading {
+            Reading::Live(detail) => (SensorState::Live, detail.clone()),
+            Reading::Blind(reason) => (
+                SensorState::Blind {
+                    reason: reason.clone(),
+                },
+                reason.clone(),
+            ),
+        };
+        SensorStatus {
+            sensor,
+            status,
+            detail: json!({"run": output.id, "self_test": detail}),
+        }
+    });
+    let logged = [
+        (
+            Sensor::Processes,
+            sensed::process_state(output.processes.as_ref()),
+        ),
+        (
+            Sensor::Network,
+            sensed::network_state(output.network.as_ref()),
+        ),
+    ]
+    .into_iter()
+    .map(|(sensor, (status, detail))| SensorStatus {
+        sensor,
+        status,
+        detail: json!({"run": output.id, "self_test": detail}),
+    });
+    let absent = SensorStatus {
+        sensor: ABSENT.0,
+        status: SensorState::CapabilityAbsent,
+        detail: json!({"run": output.id, "why": ABSENT.1}),
+    };
+    live.chain(logged).chain(std::iter::once(absent)).collect()
+}

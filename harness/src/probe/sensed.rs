@@ -1,0 +1,259 @@
+//! From the process and network sensors' logs to attributable effects and sensor
+//! statuses: execs (program, argv, cwd), DNS names, TCP connections (host, port, first
+//! bytes) and UDP datagrams, each checked for the planted canary tokens.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use vac_contracts::{Effect, EffectClass, SensorState};
+use vac_sandbox::{NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog};
+
+use super::effects::{attribute, normalise_text};
+use super::run::CallRecord;
+
+const EXCERPT: usize = 200;
+
+/// One observed exec, DNS query, connection or datagram, before subtraction.
+#[derive(Debug, Clone)]
+pub(crate) struct Sensed {
+    pub(crate) class: EffectClass,
+    /// What the clause patterns match: a program path, a name, or `host:port`.
+    pub(crate) target: String,
+    pub(crate) at: Duration,
+    pub(crate) detail: Value,
+}
+
+impl Sensed {
+    fn key(&self) -> (EffectClass, String) {
+        (self.class, normalise_text(&self.target))
+    }
+}
+
+/// Execs of a run's process tree (the sandbox's own marker is already left out).
+pub(crate) fn execs(log: &ProcessLog) -> Vec<Sensed> {
+    log.execs
+        .iter()
+        .map(|exec| {
+            let argv: Vec<String> = exec.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            Sensed {
+                class: EffectClass::Exec,
+                target: exec.path.display().to_string(),
+                at: exec.at,
+                detail: json!({"argv": argv, "argv_truncated": exec.argv_truncated, "exe": exec.exe,
+                    "cwd": exec.cwd, "uid": exec.uid, "pid": exec.pid, "argv_source": format!("{:?}", exec.argv_source)}),
+            }
+        })
+        .collect()
+}
+
+/// Network attempts of the program (the sandbox's self-test traffic, which comes before
+/// the program starts, is left out).
+pub(crate) fn network(log: &NetworkLog, tokens: &[String]) -> Vec<Sensed> {
+    let started = log.program_started.unwrap_or(Duration::MAX);
+    let mut sensed = Vec::new();
+    for query in log.dns.iter().filter(|q| q.since_start >= started) {
+        let name = query.name.trim_end_matches('.').to_ascii_lowercase();
+        let detail = json!({"qtype": query.qtype, "tcp": query.tcp, "canaries": canaries_in(name.as_bytes(), tokens)});
+        sensed.push(Sensed {
+            class: EffectClass::Dns,
+            target: name,
+            at: query.since_start,
+            detail,
+        });
+    }
+    for attempt in log.tcp.iter().filter(|t| t.since_start >= started) {
+        // Every name resolves to the sinkhole, so without Host or SNI the last name looked up
+        // before the connection is the best witness of where it meant to go.
+        let looked_up = || {
+            log.dns
+                .iter()
+                .rfind(|q| q.since_start >= started && q.since_start <= attempt.since_start)
+        };
+        let (host, host_from) = match (
+            attempt.http.as_ref().and_then(|h| h.host.clone()),
+            &attempt.sni,
+            looked_up(),
+        ) {
+            (Some(host), _, _) => (host, "http host"),
+            (None, Some(sni), _) => (sni.clone(), "tls sni"),
+            (None, None, Some(query)) => (
+                query.name.trim_end_matches('.').to_ascii_lowercase(),
+                "last dns lookup",
+            ),
+            (None, None, None) => (attempt.dst.ip().to_string(), "address"),
+        };
+        let detail = json!({"dst": attempt.dst.to_string(), "accepted": attempt.accepted, "host_from": host_from,
+            "request_line": attempt.http.as_ref().map(|h| &h.request_line), "sni": attempt.sni,
+            "first_bytes": excerpt(&attempt.first_bytes), "first_bytes_len": attempt.first_bytes.len(),
+            "blake3": blake3::hash(&attempt.first_bytes).to_hex().to_string(),
+            "canaries": canaries_in(&attempt.first_bytes, tokens)});
+        let target = format!("{host}:{}", attempt.dst.port());
+        sensed.push(Sensed {
+            class: EffectClass::Connect,
+            target,
+            at: attempt.since_start,
+            detail,
+        });
+    }
+    // Datagrams to port 53 are the DNS queries above.
+    for datagram in log
+        .udp
+        .iter()
+        .filter(|d| d.since_start >= started && d.dst.port() != 53)
+    {
+        let detail = json!({"len": datagram.len, "bytes": excerpt(&datagram.bytes), "canaries": canaries_in(&datagram.bytes, tokens)});
+        sensed.push(Sensed {
+            class: EffectClass::Udp,
+            target: datagram.dst.to_string(),
+            at: datagram.since_start,
+            detail,
+        });
+    }
+    sensed
+}
+
+/// The subject's attempts that the control run did not make, as effects attributed to calls.
+pub(crate) fn effects(
+    subject: &[Sensed],
+    control: &[Sensed],
+    calls: &[CallRecord],
+    run_id: &str,
+) -> Vec<Effect> {
+    let background: HashSet<(EffectClass, String)> = control.iter().map(Sensed::key).collect();
+    let mut effects: Vec<Effect> = Vec::new();
+    for sensed in subject.iter().filter(|s| !background.contains(&s.key())) {
+        let (attribution, basis) = attribute(sensed.at, calls);
+        let duplicate = effects.iter().any(|e| {
+            e.class == sensed.class && e.path == sensed.target && e.attribution == attribution
+        });
+        if duplicate {
+            continue;
+        }
+        let mut detail = sensed.detail.clone();
+        detail["run"] = json!(run_id);
+        detail["attribution"] = json!(basis);
+        detail["at_ms"] = json!(sensed.at.as_millis() as u64);
+        effects.push(Effect {
+            class: sensed.class,
+            path: sensed.target.clone(),
+            attribution,
+            detail,
+            existed_before: false,
+        });
+    }
+    effects
+}
+
+/// The process sensor's self-test as a contracts sensor state.
+pub(crate) fn process_state(log: Option<&ProcessLog>) -> (SensorState, String) {
+    match log.map(|l| &l.self_test) {
+        Some(ProcSelfTest::Live { marker }) => (
+            SensorState::Live,
+            format!("marker exec {marker} seen with its argv"),
+        ),
+        Some(ProcSelfTest::Failed { reason }) => (
+            SensorState::Failed {
+                reason: format!("{reason:?}"),
+            },
+            format!("{reason:?}"),
+        ),
+        Some(ProcSelfTest::Unavailable { reason }) => {
+            (SensorState::CapabilityAbsent, reason.clone())
+        }
+        None => (
+            SensorState::CapabilityAbsent,
+            "the process sensor was off".into(),
+        ),
+    }
+}
+
+/// The network sensor's self-test as a contracts sensor state.
+pub(crate) fn network_state(log: Option<&NetworkLog>) -> (SensorState, String) {
+    match log.map(|l| &l.self_test) {
+        Some(NetSelfTest::Live) => (
+            SensorState::Live,
+            "marker lookup and HTTP request to a nonce host logged".into(),
+        ),
+        Some(NetSelfTest::Blind { reason }) => (
+            SensorState::Blind {
+                reason: reason.clone(),
+            },
+            reason.clone(),
+        ),
+        Some(NetSelfTest::Absent { reason }) => (SensorState::CapabilityAbsent, reason.clone()),
+        None => (
+            SensorState::CapabilityAbsent,
+            "the network sensor was off".into(),
+        ),
+    }
+}
+
+/// Which canary tokens appear in `bytes`: as they are, hex-encoded, or base64-encoded.
+pub(crate) fn canaries_in(bytes: &[u8], tokens: &[String]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes).to_ascii_lowercase();
+    tokens
+        .iter()
+        .filter(|token| {
+            let token = token.to_ascii_lowercase();
+            text.contains(&token)
+                || text.contains(&hex::encode(token.as_bytes()))
+                || text.contains(&base64(token.as_bytes()).to_ascii_lowercase())
+        })
+        .cloned()
+        .collect()
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT)]).into_owned()
+}
+
+/// Standard base64 without padding (enough to find an encoded token in a stream).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canaries_are_found_plain_hex_and_base64() {
+        let tokens = vec![
+            "vac-canary-aws-abc".to_string(),
+            "vac-canary-ssh-abc".to_string(),
+        ];
+        assert_eq!(
+            canaries_in(b"POST /x\r\n\r\nkey = vac-canary-aws-abc", &tokens),
+            ["vac-canary-aws-abc"]
+        );
+        let hexed = hex::encode("vac-canary-ssh-abc");
+        assert_eq!(
+            canaries_in(hexed.as_bytes(), &tokens),
+            ["vac-canary-ssh-abc"]
+        );
+        let b64 = base64(b"vac-canary-ssh-abc");
+        assert_eq!(
+            canaries_in(format!("q={b64}").as_bytes(), &tokens),
+            ["vac-canary-ssh-abc"]
+        );
+        assert!(canaries_in(b"nothing here", &tokens).is_empty());
+    }
+
+    #[test]
+    fn base64_matches_the_standard_alphabet() {
+        assert_eq!(base64(b"Man"), "TWFu");
+        assert_eq!(base64(b"Ma"), "TWE");
+    }
+}
