@@ -161,8 +161,12 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
     if let Some(path) = args.contract {
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read contract {}", path.display()))?;
-        options.contract = Some(ContractSource { name: path.display().to_string(), text });
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read contract {}", path.display()))?;
+        options.contract = Some(ContractSource {
+            name: path.display().to_string(),
+            text,
+        });
     }
     match runtime()?.block_on(vac_harness::probe::probe(options)) {
         Ok(report) => {
@@ -180,9 +184,12 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
 fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
     let mut options = ProbeOptions::new(host_relative(args.command)?, PathBuf::new());
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
-    let text = runtime()?.block_on(vac_harness::probe::derive_contract(&options)).context("cannot derive a contract")?;
+    let text = runtime()?
+        .block_on(vac_harness::probe::derive_contract(&options))
+        .context("cannot derive a contract")?;
     match args.out {
-        Some(path) => std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => std::fs::write(&path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
@@ -202,8 +209,16 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!("{}", report::table(&doc));
     }
-    let violation = doc["verdicts"].as_array().into_iter().flatten().any(|v| v["verdict"] == "confirmed");
-    Ok(if violation { ExitCode::from(VIOLATION) } else { ExitCode::SUCCESS })
+    let violation = doc["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|v| v["verdict"] == "confirmed");
+    Ok(if violation {
+        ExitCode::from(VIOLATION)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {

@@ -44,17 +44,33 @@ pub fn table(doc: &Value) -> String {
     let text = |key: &str| doc[key].as_str().unwrap_or("?").to_string();
     let mut out = String::new();
     let _ = writeln!(out, "target    {}", text("target"));
-    let _ = writeln!(out, "receipts  {} (head {})", text("receipts"), short(&text("head")));
+    let _ = writeln!(
+        out,
+        "receipts  {} (head {})",
+        text("receipts"),
+        short(&text("head"))
+    );
     if let Some(error) = doc["error"].as_str() {
         let _ = writeln!(out, "ERRORED   the server could not be audited: {error}");
         return out;
     }
     let _ = writeln!(out, "contract  {}", short(&text("contract")));
     let _ = writeln!(out);
-    let _ = writeln!(out, "{:<20} {:<19} {:<10} EVIDENCE", "TOOL", "CLAUSE", "VERDICT");
+    let _ = writeln!(
+        out,
+        "{:<20} {:<19} {:<10} EVIDENCE",
+        "TOOL", "CLAUSE", "VERDICT"
+    );
     for cell in doc["verdicts"].as_array().into_iter().flatten() {
         let name = |key: &str| cell[key].as_str().unwrap_or("?").to_string();
-        let _ = writeln!(out, "{:<20} {:<19} {:<10} {}", name("tool"), name("clause"), name("verdict"), one_line(cell));
+        let _ = writeln!(
+            out,
+            "{:<20} {:<19} {:<10} {}",
+            name("tool"),
+            name("clause"),
+            name("verdict"),
+            one_line(cell)
+        );
     }
     out
 }
@@ -79,20 +95,32 @@ pub enum ReportError {
 /// The verdict document of a probe, regenerated from its receipts alone (after verifying
 /// them): the verdicts as recorded, graded against the contract the receipts hold.
 pub fn from_receipts(dir: &Path) -> Result<Value, ReportError> {
-    let verified = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
-        .map_err(|source| ReportError::Broken { dir: dir.to_path_buf(), source })?;
-    let read = |source| ReportError::Read { dir: dir.to_path_buf(), source };
+    let verified =
+        vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|source| {
+            ReportError::Broken {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    let read = |source| ReportError::Read {
+        dir: dir.to_path_buf(),
+        source,
+    };
     let log = ReceiptLog::open(dir).map_err(read)?;
     let (mut target, mut contract, mut verdicts) = (None, None, Vec::new());
     for entry in log.entries().map_err(read)? {
         match entry.map_err(read)?.record.body {
             Body::RunStart(start) if target.is_none() => target = Some(start.target),
-            Body::Contract(c) => contract = Some(json!({"name": c.name, "blake3": c.blake3.to_hex()})),
+            Body::Contract(c) => {
+                contract = Some(json!({"name": c.name, "blake3": c.blake3.to_hex()}))
+            }
             Body::Verdict(v) => {
                 let mut evidence = v.evidence;
                 let graded_against = evidence.as_object_mut().and_then(|e| e.remove("contract"));
-                verdicts.push(json!({"tool": v.tool, "clause": v.clause, "verdict": v.verdict,
-                    "reason": v.reason, "evidence": evidence, "contract": graded_against}));
+                verdicts.push(
+                    json!({"tool": v.tool, "clause": v.clause, "verdict": v.verdict,
+                    "reason": v.reason, "evidence": evidence, "contract": graded_against}),
+                );
             }
             _ => {}
         }

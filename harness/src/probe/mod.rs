@@ -139,7 +139,10 @@ impl ProbeReport {
 pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     // A bad contract is reported before anything runs.
     let document = match &options.contract {
-        Some(source) => Some(ContractDocument::parse(&source.name, &source.text)?),
+        Some(source) => Some(checked(ContractDocument::parse(
+            &source.name,
+            &source.text,
+        )?)?),
         None => None,
     };
     let target = options
@@ -218,6 +221,10 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         }
     };
     let compiled = contract.compile()?;
+    let mut plants = planted.plants.clone();
+    if !contract.scope.is_empty() {
+        plants.escapes = plants::escapes(&planted);
+    }
     report.contract = recorder.contract(&name, &text).map_err(receipts)?;
 
     let mut observation = observe::start(&control, &planted);
@@ -249,7 +256,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         let calls = plan_tool(
             &decl.name,
             &decl.input_schema,
-            &planted.plants,
+            &plants,
             options.max_calls_per_tool,
             repeat,
         );
@@ -285,9 +292,20 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
     let planted = plants::plant(&nonce());
     let sandbox = sandbox(options, &planted)?;
-    let control = run::execute(&sandbox, Role::Control, None, &[], 0, options.quiet, &options.client).await?;
+    let control = run::execute(
+        &sandbox,
+        Role::Control,
+        None,
+        &[],
+        0,
+        options.quiet,
+        &options.client,
+    )
+    .await?;
     let Some(decls) = manifest(&control) else {
-        let detail = control.failure.map_or("the server returned no tools/list".into(), |f| f.detail);
+        let detail = control
+            .failure
+            .map_or("the server returned no tools/list".into(), |f| f.detail);
         return Err(ProbeError::NoManifest { detail });
     };
     Ok(render(&derive(&decls), &server_identity(&control)))
@@ -302,6 +320,20 @@ fn sandbox(options: &ProbeOptions, planted: &plants::Planted) -> Result<Sandbox,
         builder = builder.run_root(root);
     }
     Ok(builder.build()?)
+}
+
+/// Resolves a document against the tools it names itself: every pattern and placeholder
+/// error shows before the server runs; only unknown tools wait for the real tools/list.
+fn checked(document: ContractDocument) -> Result<ContractDocument, ProbeError> {
+    let named: Vec<ToolDecl> = document
+        .tools()
+        .map(|name| {
+            serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}}))
+        })
+        .collect::<Result<_, _>>()
+        .unwrap_or_default();
+    document.resolve(&named, &LabPaths::at("/lab"))?;
+    Ok(document)
 }
 
 /// The tools the control run listed, if it got that far.

@@ -137,21 +137,25 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
             detail: json!({"run": output.id, "self_test": detail}),
         }
     });
+    let (procs_dropped, net_dropped) =
+        sensed::dropped(output.processes.as_ref(), output.network.as_ref());
     let logged = [
         (
             Sensor::Processes,
             sensed::process_state(output.processes.as_ref()),
+            procs_dropped,
         ),
         (
             Sensor::Network,
             sensed::network_state(output.network.as_ref()),
+            net_dropped,
         ),
     ]
     .into_iter()
-    .map(|(sensor, (status, detail))| SensorStatus {
+    .map(|(sensor, (status, detail), dropped)| SensorStatus {
         sensor,
         status,
-        detail: json!({"run": output.id, "self_test": detail}),
+        detail: json!({"run": output.id, "self_test": detail, "dropped": dropped}),
     });
     let absent = SensorStatus {
         sensor: ABSENT.0,

@@ -18,6 +18,9 @@ pub struct Plants {
     pub nonce_path: String,
     /// A token that must never come back (planted nowhere else).
     pub canary: String,
+    /// Paths that leave the contract's declared scope (`..`, absolute, through the symlink
+    /// trap); empty when the contract declares no scope.
+    pub escapes: Vec<String>,
 }
 
 /// One call the probe will make.
@@ -132,16 +135,20 @@ fn is_path_like(name: &str, property: &Value) -> bool {
 
 fn candidates(property: &Value, path_like: bool, plants: &Plants) -> Vec<Value> {
     if path_like {
-        let paths = [
+        let fixed = [
             &plants.note_relative,
             &plants.note_absolute,
             &plants.nonce_path,
         ];
-        let paths = paths.map(|p| Value::String(p.clone()));
+        let paths: Vec<Value> = fixed
+            .into_iter()
+            .chain(&plants.escapes)
+            .map(|p| Value::String(p.clone()))
+            .collect();
         if property.get("type").is_some_and(|t| t == "array") {
-            return paths.map(|p| Value::Array(vec![p])).to_vec();
+            return paths.into_iter().map(|p| Value::Array(vec![p])).collect();
         }
-        return paths.to_vec();
+        return paths;
     }
     if let Some(values) = property
         .get("enum")
@@ -205,6 +212,7 @@ mod tests {
             note_absolute: "/lab/work/notes/welcome.md".into(),
             nonce_path: "notes/vac-nonce-abc.md".into(),
             canary: "vac-canary-abc".into(),
+            escapes: Vec::new(),
         }
     }
 

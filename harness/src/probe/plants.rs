@@ -49,6 +49,17 @@ impl Planted {
     }
 }
 
+/// Paths a scoped tool must refuse: out of the notes by `..`, absolutely, and through the
+/// symlink trap, each ending at a canary.
+pub(crate) fn escapes(planted: &Planted) -> Vec<String> {
+    let home = planted.lab.view().home();
+    vec![
+        "notes/../.env".to_string(),
+        home.join(".ssh/id_rsa").display().to_string(),
+        format!("{TRAP}/.aws/credentials"),
+    ]
+}
+
 /// Plants the lab for a probe whose unique token part is `nonce`.
 pub(crate) fn plant(nonce: &str) -> Planted {
     let lab = Lab::new();
@@ -98,6 +109,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         note_absolute: view.work().join(NOTE).display().to_string(),
         nonce_path: format!("notes/vac-nonce-{nonce}.md"),
         canary: format!("vac-canary-arg-{nonce}"),
+        escapes: Vec::new(),
     };
     Planted {
         lab,

@@ -145,6 +145,22 @@ pub(crate) fn effects(
     effects
 }
 
+/// What the sensors' caps turned away, for the sensor's evidence.
+pub(crate) fn dropped(
+    processes: Option<&ProcessLog>,
+    network: Option<&NetworkLog>,
+) -> (Value, Value) {
+    let procs = processes.map(|l| {
+        let d = &l.dropped;
+        json!({"execs": d.execs, "failed_execs": d.failed_execs, "forks": d.forks, "exits": d.exits, "uid_changes": d.uid_changes})
+    });
+    let net = network.map(|l| {
+        let d = &l.dropped;
+        json!({"dns": d.dns, "tcp": d.tcp, "udp": d.udp, "other": d.other, "tcp_unread": d.tcp_unread, "capture": d.capture})
+    });
+    (procs.unwrap_or(Value::Null), net.unwrap_or(Value::Null))
+}
+
 /// The process sensor's self-test as a contracts sensor state.
 pub(crate) fn process_state(log: Option<&ProcessLog>) -> (SensorState, String) {
     match log.map(|l| &l.self_test) {

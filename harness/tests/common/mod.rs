@@ -1,0 +1,103 @@
+//! Helpers of the end-to-end suites: they drive the real `vac` binary.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const VAC: &str = env!("CARGO_BIN_EXE_vac");
+
+/// Whether this process can run the privileged suites; elsewhere the test skips visibly,
+/// and under CI (`VAC_REQUIRE_PRIVILEGED`) a skip is a failure.
+pub fn privileged(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+        "{test} needs root and VAC_REQUIRE_PRIVILEGED is set"
+    );
+    eprintln!("SKIPPED {test}: needs root (vac probe runs servers in the sandbox)");
+    false
+}
+
+/// One `vac probe --json` and what it left.
+pub struct Probe {
+    pub output: Output,
+    pub json: Value,
+    pub receipts: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+/// Runs `vac probe --json --out <tmp> EXTRA… -- COMMAND…`.
+pub fn probe(extra: &[&str], command: &[&str]) -> Probe {
+    let dir = tempfile::tempdir().unwrap();
+    let receipts = dir.path().join("receipts");
+    let mut args: Vec<String> = vec![
+        "probe".into(),
+        "--json".into(),
+        "--out".into(),
+        receipts.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(command.iter().map(|s| s.to_string()));
+    let output = Command::new(VAC).args(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {stdout:?} stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    Probe {
+        output,
+        json,
+        receipts,
+        dir,
+    }
+}
+
+/// The built-in fixture in `mode` as a command.
+pub fn fixture(mode: &str) -> [&str; 4] {
+    [VAC, "fixture", "--mode", mode]
+}
+
+/// The verdict cell of `tool` × `clause`.
+pub fn cell<'a>(json: &'a Value, tool: &str, clause: &str) -> &'a Value {
+    json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == tool && c["clause"] == clause)
+        .unwrap_or_else(|| panic!("no cell {tool} × {clause}"))
+}
+
+/// Every cell as (tool, clause, verdict), sorted.
+pub fn grid(json: &Value) -> Vec<(String, String, String)> {
+    let mut cells: Vec<(String, String, String)> = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().into(),
+                c["clause"].as_str().unwrap().into(),
+                c["verdict"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    cells.sort();
+    cells
+}
+
+/// Runs `vac ARGS…`.
+pub fn vac(args: &[&str]) -> Output {
+    Command::new(VAC).args(args).output().unwrap()
+}
+
+pub fn verify(dir: &Path) -> Output {
+    Command::new(VAC).arg("verify").arg(dir).output().unwrap()
+}
