@@ -92,6 +92,16 @@ pub(crate) fn add(
         &subject.calls,
         &subject.id,
     ));
+    let (listens, background) = (
+        sensed::listens(&subject.listens),
+        sensed::listens(&control.listens),
+    );
+    observation.effects.extend(sensed::effects(
+        &listens,
+        &background,
+        &subject.calls,
+        &subject.id,
+    ));
     // The control's changes are the same for every subject run: list each once.
     for effect in subtracted
         .iter()

@@ -81,6 +81,8 @@ pub(crate) struct RunOutput {
     pub(crate) processes: Option<ProcessLog>,
     /// The network sensor's log (the sinkhole), if it ran.
     pub(crate) network: Option<NetworkLog>,
+    /// Listening sockets of the run (sock_diag snapshots), first seen when.
+    pub(crate) listens: Vec<(String, Duration)>,
     pub(crate) fs_writes: Reading,
     pub(crate) fs_events: Reading,
     pub(crate) failure: Option<RunFailure>,
@@ -125,6 +127,7 @@ pub(crate) async fn execute(
         reads: Vec::new(),
         processes: None,
         network: None,
+        listens: Vec::new(),
         fs_writes: Reading::Blind("the run ended before the witness walked".into()),
         fs_events: Reading::Blind("no lab event stream".into()),
         failure: None,
@@ -232,6 +235,7 @@ async fn converse(
         }
     }
     let baseline = running.process_count();
+    listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
         let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
         let failed = outcome
@@ -258,13 +262,33 @@ async fn converse(
                 detail: format!("tools/call {} timed out", call.tool),
             });
         }
+        listening(running, &mut output.listens);
         if let Some(failed) = failed {
             output.failure = Some(failed);
             break;
         }
     }
     settle(running, baseline, last_event, quiet).await;
+    listening(running, &mut output.listens);
     session.shutdown().await;
+}
+
+/// Notes the sockets listening in the run's namespace now (sock_diag), with the time: taken
+/// after the handshake and after each call, so a listener is tied to the call that opened it.
+fn listening(running: &Running, seen: &mut Vec<(String, Duration)>) {
+    let Some(Ok(sockets)) = running.network().map(|n| n.sockets()) else {
+        return;
+    };
+    let now = running.started().elapsed();
+    for socket in sockets
+        .iter()
+        .filter(|s| s.is_listening() && s.owner.is_some())
+    {
+        let address = socket.local.to_string();
+        if !seen.iter().any(|(known, _)| *known == address) && seen.len() < MAX_EVENTS {
+            seen.push((address, now));
+        }
+    }
 }
 
 /// Waits until no process beyond the post-handshake ones is alive and the lab has been

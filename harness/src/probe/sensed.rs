@@ -113,6 +113,19 @@ pub(crate) fn network(log: &NetworkLog, tokens: &[String]) -> Vec<Sensed> {
     sensed
 }
 
+/// Sockets the run listened on.
+pub(crate) fn listens(listens: &[(String, Duration)]) -> Vec<Sensed> {
+    listens
+        .iter()
+        .map(|(address, at)| Sensed {
+            class: EffectClass::Listen,
+            target: address.clone(),
+            at: *at,
+            detail: json!({"seen": "sock_diag"}),
+        })
+        .collect()
+}
+
 /// The subject's attempts that the control run did not make, as effects attributed to calls.
 pub(crate) fn effects(
     subject: &[Sensed],
