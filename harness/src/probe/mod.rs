@@ -11,9 +11,11 @@ mod effects;
 mod observe;
 mod plan;
 mod plants;
+mod protocol;
 mod record;
 mod run;
 mod sensed;
+mod shown;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

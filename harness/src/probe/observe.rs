@@ -1,5 +1,6 @@
-//! From runs to the contracts' `Observation`: calls, attributable effects, the control's
-//! subtracted effects, sensor self-tests and run errors.
+//! From runs to the contracts' `Observation`: calls, attributable effects (what the model
+//! was shown among them, `shown.rs`), the control's subtracted effects, sensor self-tests
+//! and run errors.
 
 use serde_json::{Value, json};
 use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStatus};
@@ -7,14 +8,7 @@ use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStat
 use super::effects;
 use super::plants::Planted;
 use super::run::{Reading, RunOutput};
-use super::sensed;
-
-/// A sensor this build of vac does not have yet: its clauses are `skipped:
-/// capability_absent`, never a clean verdict.
-const ABSENT: (Sensor, &str) = (
-    Sensor::Protocol,
-    "no result or manifest detectors in this build",
-);
+use super::{sensed, shown};
 
 /// An observation holding the control run's sensors and the planted canaries.
 pub(crate) fn start(control: &RunOutput, planted: &Planted) -> Observation {
@@ -102,6 +96,9 @@ pub(crate) fn add(
         &subject.calls,
         &subject.id,
     ));
+    observation
+        .effects
+        .extend(shown::effects(subject, control, planted));
     // The control's changes are the same for every subject run: list each once.
     for effect in subtracted
         .iter()
@@ -167,10 +164,13 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
         status,
         detail: json!({"run": output.id, "self_test": detail, "dropped": dropped}),
     });
-    let absent = SensorStatus {
-        sensor: ABSENT.0,
-        status: SensorState::CapabilityAbsent,
-        detail: json!({"run": output.id, "why": ABSENT.1}),
+    let (status, detail) = shown::protocol_state(output);
+    let protocol = SensorStatus {
+        sensor: Sensor::Protocol,
+        status,
+        detail,
     };
-    live.chain(logged).chain(std::iter::once(absent)).collect()
+    live.chain(logged)
+        .chain(std::iter::once(protocol))
+        .collect()
 }

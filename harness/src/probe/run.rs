@@ -74,6 +74,11 @@ pub(crate) struct RunOutput {
     pub(crate) server: Option<(String, String)>,
     pub(crate) tools: Option<ToolList>,
     pub(crate) calls: Vec<CallRecord>,
+    /// Subject runs: the raw tools/list array asked for again after the calls, or why
+    /// that failed (the protocol sensor's proof that the session was intact to the end).
+    pub(crate) later_tools: Option<Result<Value, String>>,
+    /// How many `notifications/tools/list_changed` the server sent during the run.
+    pub(crate) list_changed: u64,
     pub(crate) changes: Vec<ObservedChange>,
     /// Lab files read (closed after a read-only open), when, in order; the marker excluded.
     pub(crate) reads: Vec<(PathBuf, Duration)>,
@@ -123,6 +128,8 @@ pub(crate) async fn execute(
         server: None,
         tools: None,
         calls: Vec::new(),
+        later_tools: None,
+        list_changed: 0,
         changes: Vec::new(),
         reads: Vec::new(),
         processes: None,
@@ -270,6 +277,14 @@ async fn converse(
     }
     settle(running, baseline, last_event, quiet).await;
     listening(running, &mut output.listens);
+    if output.role == Role::Subject {
+        // After the quiet period, so a change the calls set off on a timer is in.
+        output.later_tools = Some(match session.list_tools().await {
+            Ok(tools) => Ok(tools.raw),
+            Err(error) => Err(format!("tools/list after the calls: {error}")),
+        });
+    }
+    output.list_changed = session.tools_list_changed();
     session.shutdown().await;
 }
 

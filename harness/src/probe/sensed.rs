@@ -10,6 +10,7 @@ use vac_contracts::{Effect, EffectClass, SensorState};
 use vac_sandbox::{NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog};
 
 use super::effects::{attribute, normalise_text};
+use super::protocol::canaries_in;
 use super::run::CallRecord;
 
 const EXCERPT: usize = 200;
@@ -218,71 +219,6 @@ pub(crate) fn network_state(log: Option<&NetworkLog>) -> (SensorState, String) {
     }
 }
 
-/// Which canary tokens appear in `bytes`: as they are, hex-encoded, or base64-encoded.
-pub(crate) fn canaries_in(bytes: &[u8], tokens: &[String]) -> Vec<String> {
-    let text = String::from_utf8_lossy(bytes).to_ascii_lowercase();
-    tokens
-        .iter()
-        .filter(|token| {
-            let token = token.to_ascii_lowercase();
-            text.contains(&token)
-                || text.contains(&hex::encode(token.as_bytes()))
-                || text.contains(&base64(token.as_bytes()).to_ascii_lowercase())
-        })
-        .cloned()
-        .collect()
-}
-
 fn excerpt(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT)]).into_owned()
-}
-
-/// Standard base64 without padding (enough to find an encoded token in a stream).
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn canaries_are_found_plain_hex_and_base64() {
-        let tokens = vec![
-            "vac-canary-aws-abc".to_string(),
-            "vac-canary-ssh-abc".to_string(),
-        ];
-        assert_eq!(
-            canaries_in(b"POST /x\r\n\r\nkey = vac-canary-aws-abc", &tokens),
-            ["vac-canary-aws-abc"]
-        );
-        let hexed = hex::encode("vac-canary-ssh-abc");
-        assert_eq!(
-            canaries_in(hexed.as_bytes(), &tokens),
-            ["vac-canary-ssh-abc"]
-        );
-        let b64 = base64(b"vac-canary-ssh-abc");
-        assert_eq!(
-            canaries_in(format!("q={b64}").as_bytes(), &tokens),
-            ["vac-canary-ssh-abc"]
-        );
-        assert!(canaries_in(b"nothing here", &tokens).is_empty());
-    }
-
-    #[test]
-    fn base64_matches_the_standard_alphabet() {
-        assert_eq!(base64(b"Man"), "TWFu");
-        assert_eq!(base64(b"Ma"), "TWE");
-    }
 }

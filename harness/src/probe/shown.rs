@@ -1,0 +1,181 @@
+//! What a run showed the model, as effects: canary tokens and instructions in the results
+//! of its calls, and changes of tools/list after review (SPEC §3.6 `result.secrets`,
+//! `result.instructions`, `manifest.stable`); and the protocol sensor's status.
+//!
+//! The detectors are in `protocol/`; this module applies them to a run and attributes
+//! what they find: a result's findings to the call that returned it, a manifest change to
+//! the last call of the run it was seen in (the one that preceded it), owned by the tool
+//! whose entry changed.
+
+use serde_json::{Value, json};
+use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
+
+use super::plants::Planted;
+use super::protocol::{excerpt, instructions_in_result, manifest_drift, secrets_in_result};
+use super::run::{CallRecord, Role, RunOutput};
+use crate::client::CallError;
+
+const EXCERPT: usize = 200;
+
+/// The protocol effects of one subject run, measured against the control's manifest.
+pub(crate) fn effects(subject: &RunOutput, control: &RunOutput, planted: &Planted) -> Vec<Effect> {
+    let tokens = planted.tokens();
+    let mut effects = Vec::new();
+    for call in &subject.calls {
+        let Some(shown) = shown(call) else {
+            continue;
+        };
+        let base = json!({"run": subject.id, "call": call.index, "tool": call.tool});
+        for finding in secrets_in_result(&shown, &tokens) {
+            let name = planted
+                .canaries
+                .iter()
+                .find(|c| c.token == finding.token)
+                .map_or(finding.token.as_str(), |c| c.name);
+            let mut detail = base.clone();
+            detail["token"] = json!(finding.token);
+            detail["pointer"] = json!(finding.pointer);
+            detail["encoding"] = json!(finding.encoding.as_str());
+            detail["in_key"] = json!(finding.in_key);
+            detail["excerpt"] = json!(text_at(&shown, &finding.pointer));
+            effects.push(effect(
+                EffectClass::SecretInResult,
+                name,
+                call.index,
+                detail,
+            ));
+        }
+        for finding in instructions_in_result(&shown) {
+            let label = finding
+                .hits
+                .first()
+                .map_or("instructions", |h| h.signal.as_str());
+            let mut detail = finding.to_json();
+            merge(&mut detail, &base);
+            effects.push(effect(
+                EffectClass::InstructionInResult,
+                label,
+                call.index,
+                detail,
+            ));
+        }
+    }
+    let reviewed = control
+        .tools
+        .as_ref()
+        .and_then(|t| t.raw.as_array())
+        .map_or(&[][..], Vec::as_slice);
+    if let Some(Ok(Value::Array(later))) = &subject.later_tools {
+        let last = subject.calls.last();
+        for drift in manifest_drift(reviewed, later) {
+            let mut detail = drift.to_json();
+            merge(
+                &mut detail,
+                &json!({"run": subject.id, "after_call": last.map(|c| c.index),
+                    "notifications": subject.list_changed}),
+            );
+            let attribution =
+                last.map_or(Attribution::Unattributed, |c| Attribution::Call(c.index));
+            effects.push(Effect {
+                class: EffectClass::ManifestChanged,
+                path: drift.tool.clone(),
+                attribution,
+                detail,
+                existed_before: false,
+            });
+        }
+    }
+    effects
+}
+
+/// The protocol sensor of one run: live when every frame was recorded and, for a subject
+/// run, the session still answered tools/list after the calls (so every result was read
+/// whole and the manifest compared); failed when the session broke or that tools/list
+/// failed; blind when the frame log's cap dropped frames (the receipts miss some of what
+/// the model saw). A call that timed out while the session survived leaves it live: that
+/// tool's cells are errored by the run's error instead.
+pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
+    let stats = &output.frame_stats;
+    let detail = |says: String| {
+        json!({"run": output.id, "self_test": says, "frames": stats.frames_seen,
+            "frames_dropped": stats.frames_dropped, "tools_list_changed": output.list_changed})
+    };
+    let relisted = match (&output.role, &output.later_tools) {
+        (Role::Control, _) => Ok("the handshake and tools/list were answered"),
+        (Role::Subject, Some(Ok(_))) => Ok("tools/list answered again after the calls"),
+        (Role::Subject, Some(Err(error))) => Err(error.clone()),
+        (Role::Subject, None) => Err("the session ended before the calls were made".into()),
+    };
+    let failure = output.failure.as_ref().map(|f| f.detail.clone());
+    match (relisted, failure) {
+        (Err(error), failure) => {
+            let reason = failure.map_or(error.clone(), |f| format!("{f}; {error}"));
+            (
+                SensorState::Failed {
+                    reason: reason.clone(),
+                },
+                detail(reason),
+            )
+        }
+        (Ok(_), Some(failure)) if output.role == Role::Control => (
+            SensorState::Failed {
+                reason: failure.clone(),
+            },
+            detail(failure),
+        ),
+        (Ok(_), _) if stats.frames_dropped > 0 => {
+            let reason = format!(
+                "{} frames ({} bytes) dropped past the frame log's cap",
+                stats.frames_dropped, stats.bytes_dropped
+            );
+            (
+                SensorState::Blind {
+                    reason: reason.clone(),
+                },
+                detail(reason),
+            )
+        }
+        (Ok(says), _) => (
+            SensorState::Live,
+            detail(format!("every frame recorded; {says}")),
+        ),
+    }
+}
+
+/// What the model saw of a call: its result, or the JSON-RPC error in its place.
+fn shown(call: &CallRecord) -> Option<Value> {
+    let outcome = call.outcome.as_ref().ok()?;
+    if let Some(result) = &outcome.result {
+        return Some(result.clone());
+    }
+    match &outcome.error {
+        Some(CallError::Rpc {
+            code,
+            message,
+            data,
+        }) => Some(json!({"error": {"code": code, "message": message, "data": data}})),
+        _ => None,
+    }
+}
+
+fn effect(class: EffectClass, path: &str, call: usize, detail: Value) -> Effect {
+    Effect {
+        class,
+        path: path.to_owned(),
+        attribution: Attribution::Call(call),
+        detail,
+        existed_before: false,
+    }
+}
+
+fn text_at(value: &Value, pointer: &str) -> Option<String> {
+    Some(excerpt(value.pointer(pointer)?.as_str()?, EXCERPT))
+}
+
+fn merge(into: &mut Value, from: &Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        for (key, value) in from {
+            into.insert(key.clone(), value.clone());
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! End to end: what the model sees, through `vac probe` (issue #6): canary tokens and
+//! instructions in tool results, and tools/list changing after review. Needs root.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+const CLAUSES: [&str; 3] = ["result.secrets", "result.instructions", "manifest.stable"];
+
+fn effects(cell: &Value) -> &Vec<Value> {
+    cell["evidence"]["effects"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no effects: {cell}"))
+}
+
+fn protocol_live(cell: &Value) -> bool {
+    let sensors = cell["evidence"]["sensors"].as_array().unwrap();
+    !sensors.is_empty()
+        && sensors
+            .iter()
+            .all(|s| s["sensor"] == "protocol" && s["status"] == "live")
+}
+
+#[test]
+fn dishonest_twin_shows_the_model_secrets_instructions_and_a_changed_manifest() {
+    if !privileged("dishonest_twin_shows_the_model_secrets_instructions_and_a_changed_manifest") {
+        return;
+    }
+    let probe = probe(&[], &fixture("dishonest"));
+    let json = &probe.json;
+
+    // Behaviour 4: the escape's canaries come back in search_docs' result.
+    let secrets = cell(json, "search_docs", "result.secrets");
+    assert_eq!(secrets["verdict"], "confirmed", "{secrets}");
+    let names: Vec<&str> = effects(secrets)
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"ssh_key") && names.contains(&"aws_credentials"),
+        "{names:?}"
+    );
+    for effect in effects(secrets) {
+        let detail = &effect["detail"];
+        assert!(
+            detail["token"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("vac-canary-")),
+            "{effect}"
+        );
+        assert_eq!(detail["pointer"], "/content/0/text", "{effect}");
+        assert_eq!(detail["encoding"], "plain", "{effect}");
+        assert_eq!(detail["tool"], "search_docs", "{effect}");
+    }
+    assert!(protocol_live(secrets), "{secrets}");
+
+    // Behaviour 8: get_tips speaks to the model.
+    let instructions = cell(json, "get_tips", "result.instructions");
+    assert_eq!(instructions["verdict"], "confirmed", "{instructions}");
+    let detail = &effects(instructions)[0]["detail"];
+    let signals: Vec<&str> = detail["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["signal"].as_str().unwrap())
+        .collect();
+    for signal in ["override", "secrecy"] {
+        assert!(signals.contains(&signal), "{signal}: {detail}");
+    }
+    assert!(detail["score"].as_u64() >= detail["threshold"].as_u64());
+    assert!(
+        detail["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("ignore previous instructions"),
+        "{detail}"
+    );
+    assert!(
+        !instructions["evidence"]["calls"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // Behaviour 9: list_projects' entry changes after its call, with the notification.
+    let manifest = cell(json, "list_projects", "manifest.stable");
+    assert_eq!(manifest["verdict"], "confirmed", "{manifest}");
+    let drift = &effects(manifest)[0];
+    assert_eq!(drift["path"], "list_projects");
+    assert_eq!(drift["detail"]["change"], "changed", "{drift}");
+    assert!(
+        drift["detail"]["notifications"].as_u64() >= Some(1),
+        "{drift}"
+    );
+    let fields = drift["detail"]["fields"].as_array().unwrap();
+    let description = fields
+        .iter()
+        .find(|f| f["field"] == "/description")
+        .unwrap_or_else(|| panic!("the description's diff: {drift}"));
+    assert_eq!(
+        description["before"],
+        "List the projects notes are filed under."
+    );
+    assert!(
+        description["after"]
+            .as_str()
+            .unwrap()
+            .contains("~/.aws/credentials"),
+        "{description}"
+    );
+    assert!(
+        fields
+            .iter()
+            .any(|f| f["field"] == "/annotations/readOnlyHint" && f["after"] == "false"),
+        "{drift}"
+    );
+
+    // Nothing else the dishonest twin shows the model trips these clauses.
+    let mut confirmed: Vec<(String, String)> = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| CLAUSES.contains(&c["clause"].as_str().unwrap()) && c["verdict"] == "confirmed")
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().into(),
+                c["clause"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    confirmed.sort();
+    assert_eq!(
+        confirmed,
+        [
+            ("get_tips".to_string(), "result.instructions".to_string()),
+            ("list_projects".into(), "manifest.stable".into()),
+            ("search_docs".into(), "result.secrets".into()),
+        ]
+    );
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn honest_twin_results_and_manifest_are_refuted_with_a_live_protocol_sensor() {
+    if !privileged("honest_twin_results_and_manifest_are_refuted_with_a_live_protocol_sensor") {
+        return;
+    }
+    let probe = probe(&[], &fixture("honest"));
+    let json = &probe.json;
+    for tool in ["search_docs", "get_tips", "list_projects"] {
+        for clause in CLAUSES {
+            let cell = cell(json, tool, clause);
+            assert_eq!(cell["verdict"], "refuted", "{cell}");
+            assert!(protocol_live(cell), "{cell}");
+        }
+    }
+    let protocol_cells: Vec<&Value> = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| CLAUSES.contains(&c["clause"].as_str().unwrap()))
+        .collect();
+    assert!(protocol_cells.len() >= 30, "{}", protocol_cells.len());
+    for cell in protocol_cells {
+        assert_eq!(cell["verdict"], "refuted", "{cell}");
+    }
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
