@@ -1,76 +1,17 @@
 //! End to end: the real `vac` binary probes the built-in fixtures, a third-party server and
 //! hostile commands inside the sandbox. Needs root; skips visibly elsewhere, fails under CI.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+
+use common::*;
 use serde_json::Value;
 
-const VAC: &str = env!("CARGO_BIN_EXE_vac");
 const PLANTED: [&str; 4] = ["read_note", "open_note", "get_config", "index_notes"];
 
-fn privileged(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-        "{test} needs root and VAC_REQUIRE_PRIVILEGED is set"
-    );
-    eprintln!("SKIPPED {test}: needs root (vac probe runs servers in the sandbox)");
-    false
-}
-
-struct Probe {
-    output: Output,
-    json: Value,
-    receipts: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn probe(extra: &[&str], command: &[&str]) -> Probe {
-    let dir = tempfile::tempdir().unwrap();
-    let receipts = dir.path().join("receipts");
-    let mut args: Vec<String> = vec![
-        "probe".into(),
-        "--json".into(),
-        "--out".into(),
-        receipts.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args.push("--".into());
-    args.extend(command.iter().map(|s| s.to_string()));
-    let output = Command::new(VAC).args(&args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {stdout:?} stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    Probe {
-        output,
-        json,
-        receipts,
-        _dir: dir,
-    }
-}
-
-fn fixture(mode: &str) -> Probe {
-    probe(&[], &[VAC, "fixture", "--mode", mode])
-}
-
-fn cells<'a>(json: &'a Value, verdict: &str) -> Vec<&'a Value> {
-    json["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|v| v["verdict"] == verdict)
-        .collect()
-}
-
-fn verify(dir: &Path) -> Output {
-    Command::new(VAC).arg("verify").arg(dir).output().unwrap()
+fn audit(mode: &str) -> Probe {
+    probe(&[], &fixture(mode))
 }
 
 #[test]
@@ -78,7 +19,7 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
     if !privileged("dishonest_twin_fs_writes_are_confirmed_with_evidence") {
         return;
     }
-    let probe = fixture("dishonest");
+    let probe = audit("dishonest");
     assert_eq!(
         probe.output.status.code(),
         Some(1),
@@ -180,7 +121,7 @@ fn honest_twin_has_no_confirmed_cell() {
     if !privileged("honest_twin_has_no_confirmed_cell") {
         return;
     }
-    let probe = fixture("honest");
+    let probe = audit("honest");
     assert_eq!(
         probe.output.status.code(),
         Some(0),
@@ -228,7 +169,7 @@ fn broad_server_declared_writes_are_skipped_not_flagged() {
     if !privileged("broad_server_declared_writes_are_skipped_not_flagged") {
         return;
     }
-    let probe = fixture("broad");
+    let probe = audit("broad");
     assert_eq!(probe.output.status.code(), Some(0));
     assert!(cells(&probe.json, "confirmed").is_empty());
     let manager: Vec<&Value> = probe.json["verdicts"]
@@ -253,7 +194,7 @@ fn a_flipped_byte_in_the_receipts_is_named_by_verify() {
     if !privileged("a_flipped_byte_in_the_receipts_is_named_by_verify") {
         return;
     }
-    let probe = fixture("dishonest");
+    let probe = audit("dishonest");
     let log = probe.receipts.join("receipts.jsonl");
     let mut bytes = std::fs::read(&log).unwrap();
     let lines: Vec<usize> = bytes

@@ -171,16 +171,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         "canaries": planted.canaries.iter().map(|c| json!({"name": c.name, "path": c.path})).collect::<Vec<_>>(),
         "limits": format!("{:?}", options.limits)});
 
-    let control = run::execute(
-        &sandbox,
-        Role::Control,
-        None,
-        &[],
-        0,
-        options.quiet,
-        &options.client,
-    )
-    .await?;
+    let control = control_run(&sandbox, &options).await?;
     recorder
         .run(&control, &target, sandbox_config.clone())
         .map_err(receipts)?;
@@ -294,16 +285,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
     let planted = plants::plant(&nonce());
     let sandbox = sandbox(options, &planted)?;
-    let control = run::execute(
-        &sandbox,
-        Role::Control,
-        None,
-        &[],
-        0,
-        options.quiet,
-        &options.client,
-    )
-    .await?;
+    let control = control_run(&sandbox, options).await?;
     let Some(decls) = manifest(&control) else {
         let detail = control
             .failure
@@ -311,6 +293,20 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
         return Err(ProbeError::NoManifest { detail });
     };
     Ok(render(&derive(&decls), &server_identity(&control)))
+}
+
+/// Handshake and tools/list, no call: the server's background and its manifest.
+async fn control_run(sandbox: &Sandbox, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
+    Ok(run::execute(
+        sandbox,
+        Role::Control,
+        None,
+        &[],
+        0,
+        options.quiet,
+        &options.client,
+    )
+    .await?)
 }
 
 fn sandbox(options: &ProbeOptions, planted: &plants::Planted) -> Result<Sandbox, ProbeError> {

@@ -75,6 +75,16 @@ pub fn cell<'a>(json: &'a Value, tool: &str, clause: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no cell {tool} × {clause}"))
 }
 
+/// The cells with `verdict`.
+pub fn cells<'a>(json: &'a Value, verdict: &str) -> Vec<&'a Value> {
+    json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["verdict"] == verdict)
+        .collect()
+}
+
 /// Every cell as (tool, clause, verdict), sorted.
 pub fn grid(json: &Value) -> Vec<(String, String, String)> {
     let mut cells: Vec<(String, String, String)> = json["verdicts"]
