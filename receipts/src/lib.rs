@@ -41,7 +41,7 @@ pub use body::{
 pub use chain::VerifyError;
 pub use digest::Digest;
 pub use payload::{BlobRef, Payload, Stored};
-pub use reader::{Entries, Entry, LOG_FILE, ReadError, ReceiptLog};
+pub use reader::{Entries, Entry, LOG_FILE, MAX_LINE, ReadError, ReceiptLog};
 pub use record::{Body, FORMAT_VERSION, Kind, Record, RecordError};
 pub use seal::{SealError, SignatureStatus, seal_message};
 pub use verify::{Recovery, ResumePoint, VerifyOptions, VerifyReport, recover, verify};

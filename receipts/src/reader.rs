@@ -1,7 +1,7 @@
 //! Reading a receipt directory line by line, hashing each line as read.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::blob::{BlobError, BlobStore};
@@ -11,6 +11,10 @@ use crate::record::{FORMAT_VERSION, Record, RecordError};
 
 /// File name of the log inside a receipt directory.
 pub const LOG_FILE: &str = "receipts.jsonl";
+
+/// The longest line a reader accepts. Writers keep large payloads in blobs, so real records
+/// are far shorter; the cap bounds the memory a hostile or corrupt file can make a reader use.
+pub const MAX_LINE: u64 = 64 << 20;
 
 /// Why a log could not be read as a sequence of records.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +48,13 @@ pub enum ReadError {
         #[source]
         source: RecordError,
     },
+    #[error("{path} line {line} (byte {offset}) is longer than {max} bytes: not a receipt record")]
+    LineTooLong {
+        path: PathBuf,
+        line: u64,
+        offset: u64,
+        max: u64,
+    },
     #[error("{path} line {line} (byte {offset}) is torn: {len} bytes without a closing newline")]
     TornLine {
         path: PathBuf,
@@ -61,7 +72,8 @@ impl ReadError {
             ReadError::NotAReceiptLog { .. } => Some(1),
             ReadError::Record { line, .. }
             | ReadError::UnknownVersion { line, .. }
-            | ReadError::TornLine { line, .. } => Some(*line),
+            | ReadError::TornLine { line, .. }
+            | ReadError::LineTooLong { line, .. } => Some(*line),
         }
     }
 }
@@ -155,8 +167,8 @@ pub struct Entries {
 impl Entries {
     fn next_entry(&mut self) -> Result<Option<Entry>, ReadError> {
         self.buf.clear();
-        let read = self
-            .reader
+        let read = (&mut self.reader)
+            .take(MAX_LINE + 1)
             .read_until(b'\n', &mut self.buf)
             .map_err(|source| ReadError::Io {
                 path: self.path.clone(),
@@ -170,6 +182,15 @@ impl Entries {
                 }),
                 _ => Ok(None),
             };
+        }
+        if read as u64 > MAX_LINE {
+            let (path, max) = (self.path.clone(), MAX_LINE);
+            return Err(ReadError::LineTooLong {
+                path,
+                line,
+                offset,
+                max,
+            });
         }
         // The newline is the commit mark: a line without one is torn, however it parses.
         if self.buf.pop() != Some(b'\n') {

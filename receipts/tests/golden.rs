@@ -25,6 +25,7 @@ fn code(error: &VerifyError) -> &'static str {
         VerifyError::Read(ReadError::Empty { .. }) => "empty",
         VerifyError::Read(ReadError::NotAReceiptLog { .. }) => "not_a_log",
         VerifyError::Read(ReadError::TornLine { .. }) => "torn_line",
+        VerifyError::Read(ReadError::LineTooLong { .. }) => "line_too_long",
         VerifyError::Read(ReadError::UnknownVersion { .. }) => "unknown_version",
         VerifyError::Read(ReadError::Record { .. }) => "bad_record",
         VerifyError::Seq { .. } => "seq",
