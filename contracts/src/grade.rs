@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use crate::clause::Clause;
 use crate::compile::{CompiledContract, CompiledRule};
 use crate::graded::{ClauseSpec, GRADED, Subject};
-use crate::observation::{Call, Effect, EffectClass, Observation, SensorState, SensorStatus};
+use crate::observation::{
+    Call, Effect, EffectClass, Observation, Sensor, SensorState, SensorStatus,
+};
 use crate::verdict::{Cell, ErrorKind, SkipReason, Verdict};
 
 /// The verdict grid of one server, and the effects no cell could own.
@@ -100,7 +102,11 @@ pub enum CompletenessError {
 /// only effects of repeated calls count, and for `fs.read` a canary read is forbidden
 /// whatever the allow list says. Then a run error of the tool or of the whole run ⇒ errored (the first names the reason, all
 /// are evidence); a backing sensor blind, failed or without a self-test ⇒ errored
-/// `sensor_failed`, absent ⇒ skipped `capability_absent`; otherwise refuted.
+/// `sensor_failed`, absent ⇒ skipped `capability_absent`, unless every backing sensor is
+/// absent and the clause has a fallback with a self-test for the tool (`fs.write`: the
+/// protocol witness), which then decides alone: live ⇒ refuted on it, blind or failed ⇒
+/// errored `sensor_failed`; otherwise refuted. A sensor status scoped to a tool counts for
+/// that tool's cells only.
 pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, GradeError> {
     let mut calls: BTreeMap<usize, &Call> = BTreeMap::new();
     for call in &obs.calls {
@@ -215,13 +221,17 @@ impl Context<'_> {
                 json!({ "calls": all, "repeated_calls": 0 }),
             );
         }
-        let sensors: Vec<SensorStatus> = self
-            .obs
-            .sensors
-            .iter()
-            .filter(|s| spec.sensors.contains(&s.sensor))
-            .cloned()
-            .collect();
+        let statuses = |backing: &[Sensor]| -> Vec<SensorStatus> {
+            self.obs
+                .sensors
+                .iter()
+                .filter(|s| backing.contains(&s.sensor))
+                .filter(|s| s.tool.as_deref().is_none_or(|t| t == tool))
+                .cloned()
+                .collect()
+        };
+        let sensors = statuses(spec.sensors);
+        let fallback = statuses(spec.fallback.as_slice());
 
         let forbidden: Vec<&Effect> = self
             .owned
@@ -247,7 +257,7 @@ impl Context<'_> {
                     .filter(|e| (spec.domain)(e.class))
                     .cloned()
                     .collect(),
-                sensors,
+                sensors: sensors.iter().chain(&fallback).cloned().collect(),
             };
         }
 
@@ -282,18 +292,60 @@ impl Context<'_> {
                 evidence: json!({ "sensors": sensors, "without_self_test": silent }),
             };
         }
-        if sensors
-            .iter()
-            .any(|s| s.status == SensorState::CapabilityAbsent)
-        {
-            return skipped(SkipReason::CapabilityAbsent, json!({ "sensors": sensors }));
+        let absent = |s: &SensorStatus| s.status == SensorState::CapabilityAbsent;
+        if sensors.iter().any(absent) {
+            if !sensors.iter().all(absent) || fallback.is_empty() {
+                return skipped(SkipReason::CapabilityAbsent, json!({ "sensors": sensors }));
+            }
+            return by_fallback(basis, made, sensors, fallback);
         }
+        // A live fallback adds its proof; one that failed leaves the primary sensors to it.
         Verdict::Refuted {
             basis,
             calls: made,
-            sensors,
+            sensors: sensors
+                .into_iter()
+                .chain(
+                    fallback
+                        .into_iter()
+                        .filter(|s| s.status == SensorState::Live),
+                )
+                .collect(),
         }
     }
+}
+
+/// The verdict of a cell whose primary sensors are all absent, from its fallback's
+/// self-tests: all live ⇒ refuted on them alone; any blind or failed ⇒ errored; else absent.
+fn by_fallback(
+    basis: String,
+    made: usize,
+    sensors: Vec<SensorStatus>,
+    fallback: Vec<SensorStatus>,
+) -> Verdict {
+    let failing = fallback.iter().any(|s| {
+        matches!(
+            s.status,
+            SensorState::Blind { .. } | SensorState::Failed { .. }
+        )
+    });
+    if failing {
+        return Verdict::Errored {
+            reason: ErrorKind::SensorFailed,
+            evidence: json!({ "sensors": sensors, "fallback": fallback }),
+        };
+    }
+    if fallback.iter().all(|s| s.status == SensorState::Live) {
+        return Verdict::Refuted {
+            basis,
+            calls: made,
+            sensors: fallback,
+        };
+    }
+    skipped(
+        SkipReason::CapabilityAbsent,
+        json!({ "sensors": sensors, "fallback": fallback }),
+    )
 }
 
 impl Context<'_> {

@@ -14,6 +14,9 @@ pub(crate) struct ClauseSpec {
     pub(crate) clause: Clause,
     /// Sensors that must be live before the clause can be refuted.
     pub(crate) sensors: &'static [Sensor],
+    /// A sensor that backs the clause in their place when every one of them is
+    /// `capability_absent` (and adds its evidence when they are live).
+    pub(crate) fallback: Option<Sensor>,
     /// The rule the annotations imply, and the hint that implies it.
     pub(crate) derive: fn(&Annotations) -> (Rule, String),
     /// Effect classes the clause is about; control effects of these are shown as evidence.
@@ -47,6 +50,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::FsWrite,
         sensors: FS_WRITES,
+        fallback: Some(Sensor::ProtocolWitness),
         derive: by::fs_write,
         domain: EffectClass::is_fs,
         // Every filesystem change is a write, deletes included.
@@ -58,6 +62,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::FsDelete,
         sensors: FS_WRITES,
+        fallback: None,
         derive: by::fs_delete,
         domain: EffectClass::is_fs,
         restricts: |e| e.existed_before && e.class.destroys_existing(),
@@ -68,6 +73,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::FsRead,
         sensors: &[Sensor::FsEvents],
+        fallback: None,
         derive: by::fs_read,
         domain: |c| c == EffectClass::Read,
         restricts: |e| e.class == EffectClass::Read,
@@ -78,6 +84,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::Exec,
         sensors: &[Sensor::Processes],
+        fallback: None,
         derive: by::exec,
         domain: |c| c == EffectClass::Exec,
         restricts: |e| e.class == EffectClass::Exec,
@@ -88,6 +95,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::NetEgress,
         sensors: &[Sensor::Network],
+        fallback: None,
         derive: by::net_egress,
         domain: EffectClass::is_egress,
         restricts: |e| e.class.is_egress(),
@@ -98,6 +106,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::NetListen,
         sensors: &[Sensor::Network],
+        fallback: None,
         derive: by::net_listen,
         domain: |c| c == EffectClass::Listen,
         restricts: |e| e.class == EffectClass::Listen,
@@ -108,6 +117,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::ResultSecrets,
         sensors: PROTOCOL,
+        fallback: None,
         derive: by::on_for_every_tool,
         domain: |c| c == EffectClass::SecretInResult,
         restricts: |e| e.class == EffectClass::SecretInResult,
@@ -118,6 +128,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::ResultInstructions,
         sensors: PROTOCOL,
+        fallback: None,
         derive: by::on_for_every_tool,
         domain: |c| c == EffectClass::InstructionInResult,
         restricts: |e| e.class == EffectClass::InstructionInResult,
@@ -128,6 +139,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
     ClauseSpec {
         clause: Clause::ManifestStable,
         sensors: PROTOCOL,
+        fallback: None,
         derive: by::on_for_every_tool,
         domain: |c| c == EffectClass::ManifestChanged,
         restricts: |e| e.class == EffectClass::ManifestChanged,
@@ -139,6 +151,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
         clause: Clause::Idempotent,
         // Refuting needs the complete write witness; effects other sensors saw confirm.
         sensors: FS_WRITES,
+        fallback: None,
         derive: by::idempotent,
         domain: EffectClass::changes_state,
         restricts: |e| e.class.changes_state(),

@@ -207,6 +207,11 @@ pub enum Sensor {
     Network,
     /// The JSON-RPC frame recorder.
     Protocol,
+    /// The protocol witness of writes (SPEC §3.5), per tool: a never-repeated nonce path
+    /// read once must come back absent (its self-test, the negative control); a second
+    /// nonce path read twice, absent then present, is a write. Backs `fs.write` where the
+    /// overlay witness is `capability_absent` (remote targets).
+    ProtocolWitness,
 }
 
 /// The outcome of one sensor's self-test.
@@ -220,6 +225,10 @@ pub struct SensorStatus {
     /// What the self-test did and saw (marker path, nonce host), as evidence of liveness.
     #[serde(default)]
     pub detail: serde_json::Value,
+    /// The tool whose calls the self-test belongs to (the protocol witness is per tool);
+    /// `None` for a self-test that covers every tool of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// Whether a sensor can be trusted for a clean verdict.

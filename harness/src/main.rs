@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
-use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport};
+use vac_harness::client::HttpEndpoint;
+use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport, Target};
 use vac_harness::{fixture, report};
 
 #[derive(Parser)]
@@ -25,7 +26,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Audit one stdio MCP server: `vac probe [--json] [--out DIR] -- CMD ARGS…`.
+    /// Audit one MCP server: `vac probe [--json] [--out DIR] [--http PORT[/PATH]] -- CMD ARGS…`
+    /// (stdio, or Streamable HTTP served inside the sandbox) or `vac probe --url URL`.
     Probe(ProbeArgs),
     /// Recompute a receipt directory's hash chain and blobs; name the first bad record.
     Verify(VerifyArgs),
@@ -57,9 +59,34 @@ struct ProbeArgs {
     /// A contract document (TOML) to grade against instead of the annotations alone.
     #[arg(long)]
     contract: Option<PathBuf>,
+    /// Audit a running Streamable HTTP server at this http:// URL: no sandbox, so only the
+    /// protocol is witnessed and the other sensors are `capability_absent`.
+    #[arg(long, conflicts_with_all = ["command", "http"])]
+    url: Option<String>,
+    /// The command serves Streamable HTTP on 127.0.0.1:PORT (default path /mcp) inside the
+    /// sandbox; vac connects inside the sandbox's network namespace.
+    #[arg(long, value_name = "PORT[/PATH]", value_parser = parse_http)]
+    http: Option<(u16, String)>,
     /// The server command and its arguments.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "url")]
     command: Vec<OsString>,
+}
+
+/// `PORT` or `PORT/PATH`.
+fn parse_http(text: &str) -> Result<(u16, String), String> {
+    let (port, path) = match text.split_once('/') {
+        Some((port, path)) => (port, format!("/{path}")),
+        None => (text, fixture::HTTP_PATH.to_string()),
+    };
+    let port = port
+        .parse::<u16>()
+        .map_err(|e| format!("bad port {port:?}: {e}"))?;
+    if vac_sandbox::DEFAULT_PORTS.contains(&port) {
+        return Err(format!(
+            "port {port} is one the sandbox's sinkhole listens on; serve on another port"
+        ));
+    }
+    Ok((port, path))
 }
 
 #[derive(Args)]
@@ -114,11 +141,15 @@ struct FixtureArgs {
     /// How to serve it.
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     transport: Transport,
+    /// The port to serve Streamable HTTP on (127.0.0.1, path /mcp); with `--transport http`.
+    #[arg(long, required_if_eq("transport", "http"))]
+    port: Option<u16>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Transport {
     Stdio,
+    Http,
 }
 
 /// Exit codes (README.md lists them): 0 no violation, 1 violation confirmed, 2 usage error
@@ -156,7 +187,22 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let out = args.out.unwrap_or_else(default_out);
-    let mut options = ProbeOptions::new(host_relative(args.command)?, out);
+    let target = match (args.url, args.http) {
+        (Some(url), _) => match HttpEndpoint::parse(&url) {
+            Ok(endpoint) => Target::RemoteHttp(endpoint),
+            Err(error) => {
+                eprintln!("vac: --url: {error}");
+                return Ok(ExitCode::from(USAGE));
+            }
+        },
+        (None, Some((port, path))) => Target::LaunchedHttp {
+            command: host_relative(args.command)?,
+            port,
+            path,
+        },
+        (None, None) => Target::Stdio(host_relative(args.command)?),
+    };
+    let mut options = ProbeOptions::new(target, out);
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
@@ -182,7 +228,8 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
-    let mut options = ProbeOptions::new(host_relative(args.command)?, PathBuf::new());
+    let mut options =
+        ProbeOptions::new(Target::Stdio(host_relative(args.command)?), PathBuf::new());
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     let text = runtime()?
         .block_on(vac_harness::probe::derive_contract(&options))
@@ -234,7 +281,10 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ];
         let out = args.out.join(format!("{mode}-{}", stamp()));
         let report = runtime
-            .block_on(vac_harness::probe::probe(ProbeOptions::new(command, out)))
+            .block_on(vac_harness::probe::probe(ProbeOptions::new(
+                Target::Stdio(command),
+                out,
+            )))
             .with_context(|| format!("probe of the {mode} fixture failed"))?;
         if !args.json {
             println!("== {mode} fixture ==");
@@ -305,16 +355,17 @@ fn stamp() -> String {
 }
 
 fn run_fixture(args: FixtureArgs) -> anyhow::Result<()> {
-    // Streamable HTTP joins stdio later (SPEC §4).
-    let Transport::Stdio = args.transport;
     // One thread is plenty for a fixture and keeps its process tree small in the sandbox.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
-    runtime
-        .block_on(fixture::serve_stdio(args.mode))
-        .with_context(|| format!("fixture {:?} failed", args.mode))
+    let served = match (args.transport, args.port) {
+        (Transport::Http, Some(port)) => runtime.block_on(fixture::serve_http(args.mode, port)),
+        (Transport::Stdio, Some(_)) => anyhow::bail!("--port needs --transport http"),
+        _ => runtime.block_on(fixture::serve_stdio(args.mode)),
+    };
+    served.with_context(|| format!("fixture {:?} failed", args.mode))
 }
 
 /// Diagnostics go to stderr: stdout may be a JSON-RPC channel.

@@ -42,9 +42,9 @@ pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
 pub use message::Stage;
 pub use net::{
-    DEFAULT_PORTS, Datagram, DnsQuery, Dropped, HttpRequest, LogLimits, NetError, NetSelfTest,
-    NetworkLog, RawPacket, SINKHOLE_V4, SINKHOLE_V6, Sinkhole, SinkholeOptions, SocketEntry,
-    SocketOwner, TcpAttempt, Transport,
+    DEFAULT_PORTS, Datagram, DialError, DnsQuery, Dropped, HttpRequest, LogLimits, NamespaceDialer,
+    NetError, NetSelfTest, NetworkLog, RawPacket, SINKHOLE_V4, SINKHOLE_V6, Sinkhole,
+    SinkholeOptions, SocketEntry, SocketOwner, TcpAttempt, Transport,
 };
 pub use procs::{
     ArgvSource, Exec, Exit, Fork, LostEvents, ProcDropped, ProcError, ProcSelfTest,

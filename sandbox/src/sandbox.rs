@@ -525,6 +525,10 @@ impl Running {
     pub fn init_pid(&self) -> Pid {
         self.init_pid
     }
+    /// Connections into the run's network namespace (to reach a server listening inside).
+    pub fn dialer(&self) -> Result<crate::net::NamespaceDialer, crate::net::DialError> {
+        crate::net::NamespaceDialer::open(std::path::Path::new("/proc"), self.init_pid.as_raw())
+    }
     /// What the process sensor has seen so far; `None` when it is off.
     pub fn processes(&self) -> Option<ProcessLog> {
         self.guard.procs.as_ref().map(ProcSensor::snapshot)

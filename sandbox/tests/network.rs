@@ -318,3 +318,47 @@ async fn sock_diag_sees_a_listening_socket_of_the_program_with_its_pid() {
     let stopped = running.stop().unwrap();
     assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
 }
+
+const SERVE_LOOPBACK: &str = r#"
+import socket, sys
+s = socket.socket()
+s.bind(('127.0.0.1', 7778))
+s.listen()
+print('listening', flush=True)
+c, _ = s.accept()
+c.sendall(b'inside\n')
+c.close()
+sys.stdin.read()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dialer_reaches_a_server_on_the_sandboxes_own_loopback() {
+    if !privileged("the_dialer_reaches_a_server_on_the_sandboxes_own_loopback") {
+        return;
+    }
+    let addr: SocketAddr = "127.0.0.1:7778".parse().unwrap();
+    // Nothing listens there on the host: only the namespace's loopback has the server.
+    assert!(std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err());
+    let sandbox = Sandbox::builder(["python3", "-c", SERVE_LOOPBACK])
+        .build()
+        .unwrap();
+    let mut running = sandbox.spawn().unwrap();
+    let mut stdout = BufReader::new(running.take_stdout().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line))
+        .await
+        .expect("the program reports it listens")
+        .unwrap();
+    assert_eq!(line.trim(), "listening");
+    let dialer = running.dialer().unwrap();
+    let stream = dialer.connect(addr, Duration::from_secs(5)).unwrap();
+    let mut reply = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut reply).unwrap();
+    assert_eq!(reply, "inside\n");
+    let mut stdin = running.take_stdin().unwrap();
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    running.wait().await;
+    let stopped = running.stop().unwrap();
+    assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
+}

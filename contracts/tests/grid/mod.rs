@@ -21,6 +21,9 @@ pub(crate) struct Expected {
     /// Confirmed: the indices of the causing calls; refuted: the number of calls.
     #[serde(default)]
     pub(crate) calls: Option<Value>,
+    /// Confirmed and refuted: the sensors of the evidence's self-tests, in order.
+    #[serde(default)]
+    pub(crate) sensors: Option<Vec<String>>,
 }
 
 pub(crate) fn check_grid(
@@ -55,6 +58,22 @@ pub(crate) fn check_grid(
             }
             (None, "skipped" | "errored") => failures.push(format!("{at}: data lacks reason")),
             _ => {}
+        }
+        if let (Some(want), Verdict::Confirmed { sensors, .. } | Verdict::Refuted { sensors, .. }) =
+            (&want.sensors, &cell.verdict)
+        {
+            let names: Vec<String> = sensors
+                .iter()
+                .map(|s| {
+                    serde_json::json!(s.sensor)
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .collect();
+            if names != *want {
+                failures.push(format!("{at}: sensors {names:?}, expected {want:?}"));
+            }
         }
         match &cell.verdict {
             Verdict::Confirmed { effects, calls, .. } => {

@@ -34,6 +34,47 @@ pub enum ClientError {
     },
     #[error("server answered {method} with a result of the wrong shape")]
     UnexpectedResult { method: &'static str },
+    #[error(
+        "server sent an HTTP message of at least {seen} bytes, over the {cap}-byte message cap"
+    )]
+    BodyTooLong { cap: usize, seen: u64 },
+    #[error("cannot connect to {url}")]
+    Connect {
+        url: String,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    #[error("the http exchange with {url} failed")]
+    Http {
+        url: String,
+        #[source]
+        source: Arc<hyper::Error>,
+    },
+    #[error(
+        "server answered {during} with a redirect (HTTP {status}) to {location:?}, which vac does not follow"
+    )]
+    Redirect {
+        during: &'static str,
+        status: u16,
+        location: String,
+    },
+    #[error("server answered {during} with HTTP {status}{note}: {excerpt:?}")]
+    HttpStatus {
+        during: &'static str,
+        status: u16,
+        /// Says when the status means the session id was refused.
+        note: String,
+        excerpt: String,
+    },
+    #[error(
+        "server answered {during} with HTTP {status} of type {content_type:?}, neither JSON nor an SSE stream: {excerpt:?}"
+    )]
+    ContentType {
+        during: &'static str,
+        status: u16,
+        content_type: String,
+        excerpt: String,
+    },
     #[error("initialize failed")]
     Initialize(#[source] Box<ClientInitializeError>),
     #[error("mcp service failed")]
@@ -61,10 +102,57 @@ pub enum CallError {
 #[derive(Debug, Clone)]
 pub(crate) enum Fault {
     Eof,
-    LineTooLong { cap: usize, seen: u64 },
-    TotalBytes { cap: u64 },
-    Garbage { frame: u64, detail: String },
+    LineTooLong {
+        cap: usize,
+        seen: u64,
+    },
+    TotalBytes {
+        cap: u64,
+    },
+    Garbage {
+        frame: u64,
+        detail: String,
+    },
     Read(Arc<std::io::Error>),
+    BodyTooLong {
+        cap: usize,
+        seen: u64,
+    },
+    Connect {
+        url: String,
+        source: Arc<std::io::Error>,
+    },
+    Http {
+        url: String,
+        source: Arc<hyper::Error>,
+    },
+    HttpTimeout {
+        after: Duration,
+    },
+    Redirect {
+        status: u16,
+        location: String,
+    },
+    HttpStatus {
+        status: u16,
+        session: Option<String>,
+        excerpt: String,
+    },
+    ContentType {
+        status: u16,
+        content_type: String,
+        excerpt: String,
+    },
+}
+
+/// Bytes of a body quoted in an error message.
+const QUOTED: usize = 200;
+
+fn quoted(excerpt: String) -> String {
+    match excerpt.char_indices().nth(QUOTED) {
+        Some((cut, _)) => format!("{}…", &excerpt[..cut]),
+        None => excerpt,
+    }
 }
 
 impl Fault {
@@ -75,6 +163,43 @@ impl Fault {
             Fault::TotalBytes { cap } => ClientError::TotalBytes { cap },
             Fault::Garbage { frame, detail } => ClientError::Protocol { frame, detail },
             Fault::Read(error) => ClientError::Read(error),
+            Fault::BodyTooLong { cap, seen } => ClientError::BodyTooLong { cap, seen },
+            Fault::Connect { url, source } => ClientError::Connect { url, source },
+            Fault::Http { url, source } => ClientError::Http { url, source },
+            Fault::HttpTimeout { after } => ClientError::Timeout {
+                what: during,
+                after,
+            },
+            Fault::Redirect { status, location } => ClientError::Redirect {
+                during,
+                status,
+                location,
+            },
+            Fault::HttpStatus {
+                status,
+                session,
+                excerpt,
+            } => ClientError::HttpStatus {
+                during,
+                status,
+                note: match session {
+                    Some(id) if status == 404 => {
+                        format!(" (session {id:?} is unknown or expired)")
+                    }
+                    _ => String::new(),
+                },
+                excerpt: quoted(excerpt),
+            },
+            Fault::ContentType {
+                status,
+                content_type,
+                excerpt,
+            } => ClientError::ContentType {
+                during,
+                status,
+                content_type,
+                excerpt: quoted(excerpt),
+            },
         }
     }
 }

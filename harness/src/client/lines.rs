@@ -48,6 +48,11 @@ impl LineSplitter {
         }
     }
 
+    /// Bytes of the unterminated line in progress, counted whole (kept or not).
+    pub(crate) fn pending(&self) -> u64 {
+        self.len
+    }
+
     /// The unterminated line in progress, if any (at EOF, at a cap, at shutdown).
     pub(crate) fn take_partial(&mut self) -> Option<Line> {
         (self.len > 0).then(|| self.take())

@@ -1,21 +1,24 @@
 //! The recording byte layer: [`Link`] starts the pumps (`pump.rs`) that read the server's
-//! stdout and stderr into the [`FrameLog`] before anything else sees the bytes, and owns
-//! [`LinkShared`], the state the pumps, the transport and the session share.
+//! stdout and stderr into the [`FrameLog`] before anything else sees the bytes, or the
+//! Streamable HTTP exchange (`http.rs`) that records every body the same way, and owns
+//! [`LinkShared`], the state the readers, the transport and the session share.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::RequestId;
+use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::endpoint::HttpEndpoint;
 use super::error::Fault;
 use super::frame::FrameLog;
-use super::options::{BoxWrite, ClientOptions, ServerStreams};
+use super::http::{HttpLink, HttpTransport};
+use super::options::{BoxWrite, ClientOptions, ServerOutput, ServerStreams};
 use super::pump::{StdoutPump, pump_stderr};
 use super::transport::RecordingTransport;
 /// Parsed messages waiting for the SDK; with the line cap this bounds the queue's memory.
@@ -49,6 +52,29 @@ impl LinkShared {
             }
             first
         });
+    }
+
+    /// Resolves once a fault is set.
+    pub(crate) async fn faulted(&self) {
+        let mut rx = self.fault.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+
+    /// Notes what the session wants from a message before it is delivered: the raw result
+    /// of an answer it asked for, a `tools/list_changed`.
+    pub(crate) fn observe(&self, message: &ServerJsonRpcMessage, line: &[u8]) {
+        match message {
+            JsonRpcMessage::Response(response) => self.stash_raw(&response.id, line),
+            JsonRpcMessage::Notification(notification)
+                if matches!(
+                    notification.notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) =>
+            {
+                self.count_tools_list_changed();
+            }
+            _ => {}
+        }
     }
 
     pub(crate) fn fault(&self) -> Option<Fault> {
@@ -111,6 +137,16 @@ impl LinkShared {
 /// The running byte layer of one session.
 pub(crate) struct Link {
     pub(crate) shared: Arc<LinkShared>,
+    ends: Ends,
+}
+
+enum Ends {
+    Pipes(Pipes),
+    Http(HttpLink),
+}
+
+/// The stdio byte layer: the server's stdin and the pumps.
+struct Pipes {
     writer: Arc<tokio::sync::Mutex<Option<BoxWrite>>>,
     cancel: watch::Sender<bool>,
     stdout_task: JoinHandle<()>,
@@ -118,6 +154,22 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// Starts the Streamable HTTP exchange and returns the transport the SDK runs on.
+    pub(crate) fn start_http(
+        endpoint: HttpEndpoint,
+        output: ServerOutput,
+        log: &FrameLog,
+        options: &ClientOptions,
+    ) -> (Self, HttpTransport) {
+        let shared = Arc::new(LinkShared::new());
+        let (http, transport) = HttpLink::start(endpoint, log, options, output, shared.clone());
+        let link = Self {
+            shared,
+            ends: Ends::Http(http),
+        };
+        (link, transport)
+    }
+
     /// Starts the pumps and returns the transport the SDK runs on.
     pub(crate) fn start(
         streams: ServerStreams,
@@ -146,19 +198,32 @@ impl Link {
         });
         let writer = Arc::new(tokio::sync::Mutex::new(Some(streams.stdin)));
         let transport = RecordingTransport::new(rx, writer.clone(), log.clone(), shared.clone());
-        let link = Self {
-            shared,
+        let pipes = Pipes {
             writer,
             cancel,
             stdout_task,
             stderr_task,
         };
+        let link = Self {
+            shared,
+            ends: Ends::Pipes(pipes),
+        };
         (link, transport)
     }
 
-    /// Closes the server's stdin, gives it `grace` to finish writing and close its pipes,
-    /// then stops the pumps. Every frame is in the log when this returns.
+    /// Stops the byte layer; every frame is in the log when this returns.
     pub(crate) async fn shutdown(self, grace: Duration) {
+        match self.ends {
+            Ends::Pipes(pipes) => pipes.shutdown(grace).await,
+            Ends::Http(http) => http.shutdown(grace).await,
+        }
+    }
+}
+
+impl Pipes {
+    /// Closes the server's stdin, gives it `grace` to finish writing and close its pipes,
+    /// then stops the pumps.
+    async fn shutdown(self, grace: Duration) {
         let writer = self.writer.clone();
         let close = async move {
             if let Some(mut stdin) = writer.lock().await.take() {

@@ -1,7 +1,9 @@
 //! The MCP client: rmcp (the official SDK) running on vac's own recording byte layer.
 //!
 //! [`McpSession::connect`] takes a server's pipes ([`ServerStreams`]), a [`FrameLog`] and
-//! [`ClientOptions`], and runs the initialize handshake; the session then lists tools
+//! [`ClientOptions`], and runs the initialize handshake ([`McpSession::connect_http`] does
+//! the same over Streamable HTTP with an [`HttpEndpoint`]: every body recorded as a frame,
+//! the same caps per message and in total); the session then lists tools
 //! ([`ToolList`]) and calls them ([`CallOutcome`]). Underneath, a pump reads the server's
 //! stdout line by line and records every line as a [`Frame`] before rmcp parses it; every
 //! line the client writes and the server's stderr are recorded too. The caps in
@@ -10,17 +12,21 @@
 //! fails with a [`ClientError`] naming it, and the frames stay as evidence.
 
 mod calls;
+mod endpoint;
 mod error;
 mod frame;
+mod http;
 mod lines;
 mod link;
 mod options;
 mod pump;
 mod session;
+mod sse;
 mod transport;
 
 pub use calls::{CallOutcome, ToolList};
+pub use endpoint::{Dial, HttpEndpoint, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats};
-pub use options::{ClientOptions, ServerStreams};
+pub use options::{ClientOptions, ServerOutput, ServerStreams};
 pub use session::McpSession;

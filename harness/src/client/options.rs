@@ -1,4 +1,5 @@
-//! [`ClientOptions`] (caps and timeouts) and [`ServerStreams`] (the pipes to talk over).
+//! [`ClientOptions`] (caps and timeouts), [`ServerStreams`] (the pipes to talk over) and
+//! [`ServerOutput`] (a launched HTTP server's output, recorded only).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -80,6 +81,29 @@ impl ServerStreams {
             Some(stderr) => streams.with_stderr(stderr),
             None => streams,
         })
+    }
+}
+
+/// What a server launched for Streamable HTTP writes to its stdout and stderr: recorded
+/// as its output (`Stderr` frames, the stderr cap for each stream), never parsed.
+#[derive(Default)]
+pub struct ServerOutput {
+    pub(crate) streams: Vec<BoxRead>,
+}
+
+impl ServerOutput {
+    /// Also records `stream`.
+    pub fn with(mut self, stream: impl AsyncRead + Send + 'static) -> Self {
+        self.streams.push(Box::pin(stream));
+        self
+    }
+}
+
+impl std::fmt::Debug for ServerOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOutput")
+            .field("streams", &self.streams.len())
+            .finish()
     }
 }
 

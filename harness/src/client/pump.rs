@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::ServerJsonRpcMessage;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 
@@ -137,7 +137,7 @@ impl StdoutPump {
         }
         let parsed = parse_line(&line.bytes);
         if let Parsed::Message(message) = &parsed {
-            self.observe(message, &line.bytes);
+            self.shared.observe(message, &line.bytes);
         }
         let frame = self
             .log
@@ -149,21 +149,6 @@ impl StdoutPump {
                 self.shared.set_fault(Fault::Garbage { frame, detail });
                 self.tx = None;
             }
-        }
-    }
-
-    fn observe(&self, message: &ServerJsonRpcMessage, line: &[u8]) {
-        match message {
-            JsonRpcMessage::Response(response) => self.shared.stash_raw(&response.id, line),
-            JsonRpcMessage::Notification(notification)
-                if matches!(
-                    notification.notification,
-                    ServerNotification::ToolListChangedNotification(_)
-                ) =>
-            {
-                self.shared.count_tools_list_changed();
-            }
-            _ => {}
         }
     }
 

@@ -12,11 +12,11 @@ use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::endpoint::HttpEndpoint;
 use super::error::ClientError;
 use super::frame::FrameLog;
 use super::link::Link;
-use super::options::{ClientOptions, ServerStreams};
-use super::transport::RecordingTransport;
+use super::options::{ClientOptions, ServerOutput, ServerStreams};
 
 /// Added to the request timeout before vac stops waiting on the SDK itself, which enforces
 /// the timeout first and sends `notifications/cancelled`.
@@ -52,6 +52,31 @@ impl McpSession {
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
         let (link, transport) = Link::start(streams, &log, &options);
+        match initialize(transport, &link, &options).await {
+            Ok((service, server)) => Ok(Self {
+                service,
+                link,
+                log,
+                options,
+                server,
+            }),
+            Err(error) => {
+                link.shutdown(options.shutdown_grace).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// [`McpSession::connect`] over Streamable HTTP: every request and response body is a
+    /// frame, with the same caps (one message per JSON body or SSE event); `output` (a
+    /// launched server's stdout and stderr) is recorded alongside.
+    pub async fn connect_http(
+        endpoint: HttpEndpoint,
+        output: ServerOutput,
+        log: FrameLog,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let (link, transport) = Link::start_http(endpoint, output, &log, &options);
         match initialize(transport, &link, &options).await {
             Ok((service, server)) => Ok(Self {
                 service,
@@ -167,8 +192,8 @@ fn client_config() -> ClientConfig {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
-async fn initialize(
-    transport: RecordingTransport,
+async fn initialize<T>(
+    transport: T,
     link: &Link,
     options: &ClientOptions,
 ) -> Result<
@@ -177,7 +202,11 @@ async fn initialize(
         Arc<ServerPeerInfo>,
     ),
     ClientError,
-> {
+>
+where
+    T: rmcp::transport::Transport<RoleClient> + Send + 'static,
+    T::Error: std::error::Error + Send + Sync + 'static,
+{
     const WHAT: &str = "initialize";
     let after = options.initialize_timeout;
     let served = match tokio::time::timeout(after, client_config().serve(transport)).await {

@@ -443,6 +443,7 @@ mod tests {
         CallRecord {
             index,
             repeat_of: None,
+            purpose: super::super::plan::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),
             outcome: Ok(crate::client::CallOutcome {

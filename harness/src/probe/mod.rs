@@ -16,8 +16,9 @@ mod record;
 mod run;
 mod sensed;
 mod shown;
+mod target;
+mod witness;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,18 +29,20 @@ use vac_contracts::{
 };
 use vac_sandbox::{Limits, Sandbox, SandboxError};
 
-pub use plan::{PlannedCall, Plants, has_path_argument, plan_tool};
+pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
 pub use run::Quiet;
+pub use target::Target;
 
 use crate::client::ClientOptions;
 use record::Recorder;
 use run::{Role, RunOutput};
+use target::Server;
 
 /// What to probe and how.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
-    /// The server command, as run inside the sandbox.
-    pub command: Vec<OsString>,
+    /// What to audit: a command (stdio or launched HTTP) or a remote URL.
+    pub target: Target,
     /// Where the receipts go (created; must not hold a receipt log already).
     pub out_dir: PathBuf,
     pub quiet: Quiet,
@@ -61,9 +64,9 @@ pub struct ContractSource {
 }
 
 impl ProbeOptions {
-    pub fn new(command: Vec<OsString>, out_dir: PathBuf) -> ProbeOptions {
+    pub fn new(target: Target, out_dir: PathBuf) -> ProbeOptions {
         ProbeOptions {
-            command,
+            target,
             out_dir,
             quiet: Quiet {
                 settle: Duration::from_millis(300),
@@ -147,12 +150,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         )?)?),
         None => None,
     };
-    let target = options
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let target = options.target.describe();
     let nonce = nonce();
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool,
         "quiet_ms": options.quiet.max.as_millis() as u64, "isolation": "per-tool",
@@ -166,12 +164,12 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 
     let planted = plants::plant(&nonce);
     let view = planted.lab.view();
-    let sandbox = sandbox(&options, &planted)?;
+    let server = server(&options, &planted)?;
     let sandbox_config = json!({"lab": view.root(), "planted": [plants::NOTE], "trap": plants::TRAP,
         "canaries": planted.canaries.iter().map(|c| json!({"name": c.name, "path": c.path})).collect::<Vec<_>>(),
         "limits": format!("{:?}", options.limits)});
 
-    let control = control_run(&sandbox, &options).await?;
+    let control = control_run(&server, &options).await?;
     recorder
         .run(&control, &target, sandbox_config.clone())
         .map_err(receipts)?;
@@ -223,7 +221,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let mut observation = observe::start(&control, &planted);
     let mut next_index = 0;
     let mut last_run = control.id.clone();
-    for decl in &decls {
+    for (ordinal, decl) in decls.iter().enumerate() {
         let Some(rules) = contract.tools.iter().find(|t| t.tool == decl.name) else {
             continue;
         };
@@ -246,15 +244,20 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             continue;
         }
         let repeat = restricted(Some(Clause::Idempotent));
-        let calls = plan_tool(
+        let mut calls = plan_tool(
             &decl.name,
             &decl.input_schema,
             &plants,
             options.max_calls_per_tool,
             repeat,
         );
+        // The protocol witness (SPEC §3.5), outside the budget: all three calls or none.
+        if restricted(Some(Clause::FsWrite)) {
+            let paths = plants.witness_paths(ordinal);
+            calls.extend(plan_witness(&decl.name, &decl.input_schema, &plants, paths));
+        }
         let subject = run::execute(
-            &sandbox,
+            &server,
             Role::Subject,
             Some(&decl.name),
             &calls,
@@ -284,8 +287,8 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 /// imply, written as a document for the researcher to edit before the real run.
 pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
     let planted = plants::plant(&nonce());
-    let sandbox = sandbox(options, &planted)?;
-    let control = control_run(&sandbox, options).await?;
+    let server = server(options, &planted)?;
+    let control = control_run(&server, options).await?;
     let Some(decls) = manifest(&control) else {
         let detail = control
             .failure
@@ -296,9 +299,9 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
 }
 
 /// Handshake and tools/list, no call: the server's background and its manifest.
-async fn control_run(sandbox: &Sandbox, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
+async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
     Ok(run::execute(
-        sandbox,
+        server,
         Role::Control,
         None,
         &[],
@@ -309,15 +312,28 @@ async fn control_run(sandbox: &Sandbox, options: &ProbeOptions) -> Result<RunOut
     .await?)
 }
 
-fn sandbox(options: &ProbeOptions, planted: &plants::Planted) -> Result<Sandbox, ProbeError> {
-    let mut builder = Sandbox::builder(options.command.clone())
+/// A sandbox for the target's command, or the remote endpoint.
+fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, ProbeError> {
+    let command = match &options.target {
+        Target::RemoteHttp(endpoint) => return Ok(Server::Remote(endpoint.clone())),
+        Target::Stdio(command) | Target::LaunchedHttp { command, .. } => command.clone(),
+    };
+    let mut builder = Sandbox::builder(command)
         .lab(planted.lab.clone())
         .env(&planted.env.0, &planted.env.1)
         .limits(options.limits.clone());
     if let Some(root) = &options.run_root {
         builder = builder.run_root(root);
     }
-    Ok(builder.build()?)
+    let sandbox = builder.build()?;
+    Ok(match &options.target {
+        Target::LaunchedHttp { port, path, .. } => Server::LaunchedHttp {
+            sandbox,
+            port: *port,
+            path: path.clone(),
+        },
+        _ => Server::Stdio(sandbox),
+    })
 }
 
 /// Resolves a document against the tools it names itself: every pattern and placeholder
@@ -383,6 +399,7 @@ fn summary(output: &RunOutput) -> Value {
         "changes": output.changes.len(),
         "frames": output.frame_stats.frames_seen,
         "failure": output.failure.as_ref().map(|f| &f.detail),
+        "protocol_witness": witness::summary(&output.calls, &output.id),
     })
 }
 

@@ -1,6 +1,6 @@
 //! From runs to the contracts' `Observation`: calls, attributable effects (what the model
-//! was shown among them, `shown.rs`), the control's subtracted effects, sensor self-tests
-//! and run errors.
+//! was shown among them, `shown.rs`; what the protocol witness saw, `witness.rs`), the
+//! control's subtracted effects, sensor self-tests and run errors.
 
 use serde_json::{Value, json};
 use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStatus};
@@ -8,7 +8,8 @@ use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStat
 use super::effects;
 use super::plants::Planted;
 use super::run::{Reading, RunOutput};
-use super::{sensed, shown};
+use super::target::REMOTE;
+use super::{sensed, shown, witness};
 
 /// An observation holding the control run's sensors and the planted canaries.
 pub(crate) fn start(control: &RunOutput, planted: &Planted) -> Observation {
@@ -99,6 +100,14 @@ pub(crate) fn add(
     observation
         .effects
         .extend(shown::effects(subject, control, planted));
+    // A contained server's working directory is the lab's: the flip's path as the globs
+    // see it. A remote server's is unknown: the path stays as it was named.
+    let work = planted.lab.view().work();
+    let cwd = (!subject.remote).then_some(work.as_path());
+    if let Some(found) = witness::assess(&subject.calls, &subject.id, cwd) {
+        observation.sensors.push(found.status);
+        observation.effects.extend(found.effect);
+    }
     // The control's changes are the same for every subject run: list each once.
     for effect in subtracted
         .iter()
@@ -137,11 +146,13 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
                 },
                 reason.clone(),
             ),
+            Reading::Absent(reason) => (SensorState::CapabilityAbsent, reason.clone()),
         };
         SensorStatus {
             sensor,
             status,
             detail: json!({"run": output.id, "self_test": detail}),
+            tool: None,
         }
     });
     let (procs_dropped, net_dropped) =
@@ -159,16 +170,26 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
         ),
     ]
     .into_iter()
+    .map(|(sensor, state, dropped)| match output.remote {
+        true => (
+            sensor,
+            (SensorState::CapabilityAbsent, REMOTE.to_string()),
+            dropped,
+        ),
+        false => (sensor, state, dropped),
+    })
     .map(|(sensor, (status, detail), dropped)| SensorStatus {
         sensor,
         status,
         detail: json!({"run": output.id, "self_test": detail, "dropped": dropped}),
+        tool: None,
     });
     let (status, detail) = shown::protocol_state(output);
     let protocol = SensorStatus {
         sensor: Sensor::Protocol,
         status,
         detail,
+        tool: None,
     };
     live.chain(logged)
         .chain(std::iter::once(protocol))

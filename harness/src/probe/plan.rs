@@ -3,7 +3,8 @@
 //! Path-like fields get the planted note (relative and absolute) and a never-existing nonce
 //! path; enums each value (bounded); strings a canary token; numbers and the rest a minimal
 //! valid value. One call varies one field at a time from a base that uses each field's first
-//! candidate, so every candidate is tried and the call count stays small.
+//! candidate, so every candidate is tried and the call count stays small. [`plan_witness`] adds
+//! the protocol witness's three reads of nonce paths (SPEC §3.5), outside the budget.
 
 use serde_json::{Map, Value};
 
@@ -30,6 +31,49 @@ pub struct PlannedCall {
     pub arguments: Map<String, Value>,
     /// This call repeats the plan's call at this position with identical arguments.
     pub repeat_of: Option<usize>,
+    /// What the call is for: the ordinary plan or a step of the protocol witness.
+    pub purpose: Purpose,
+}
+
+/// Why a call is made. The witness's two identical flip reads are not `repeat_of` each
+/// other: `idempotent` grades repeats, and the witness is a write witness, not a clause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A call of the ordinary plan.
+    #[default]
+    Normal,
+    /// The protocol witness's negative control: a nonce path read once, must read absent.
+    NegativeControl,
+    /// The first read of the flip's nonce path.
+    FlipFirst,
+    /// The second, byte-identical read of the flip's nonce path.
+    FlipSecond,
+}
+
+impl Purpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Normal => "normal",
+            Purpose::NegativeControl => "negative_control",
+            Purpose::FlipFirst => "flip_first",
+            Purpose::FlipSecond => "flip_second",
+        }
+    }
+}
+
+impl Plants {
+    /// The protocol witness's two nonce paths for the `ordinal`-th tool of the probe: the
+    /// negative control's and the flip's, never used by any other call of the probe.
+    pub fn witness_paths(&self, ordinal: usize) -> (String, String) {
+        let stem = self
+            .nonce_path
+            .strip_suffix(".md")
+            .unwrap_or(&self.nonce_path);
+        (
+            format!("{stem}-{ordinal}-control.md"),
+            format!("{stem}-{ordinal}-flip.md"),
+        )
+    }
 }
 
 const PATH_NAMES: [&str; 10] = [
@@ -56,43 +100,23 @@ pub fn plan_tool(
     max_calls: usize,
     repeat: bool,
 ) -> Vec<PlannedCall> {
-    let properties = resolve(schema, schema, 0)
-        .get("properties")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let required: Vec<&str> = resolve(schema, schema, 0)
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut fields: Vec<(String, Vec<Value>)> = Vec::new();
-    for (name, property) in &properties {
-        let property = resolve(schema, property, 0);
-        let path_like = is_path_like(name, property);
-        if !required.contains(&name.as_str()) && !path_like {
-            continue;
-        }
-        fields.push((name.clone(), candidates(property, path_like, plants)));
-    }
+    let fields = fields(schema, plants);
     let base: Map<String, Value> = fields
         .iter()
-        .map(|(n, c)| (n.clone(), c[0].clone()))
+        .map(|(n, c, _)| (n.clone(), c[0].clone()))
         .collect();
-    let mut calls = vec![PlannedCall {
+    let call = |arguments| PlannedCall {
         tool: tool.to_string(),
-        arguments: base.clone(),
+        arguments,
         repeat_of: None,
-    }];
-    for (name, values) in &fields {
+        purpose: Purpose::Normal,
+    };
+    let mut calls = vec![call(base.clone())];
+    for (name, values, _) in &fields {
         for value in values.iter().skip(1) {
             let mut arguments = base.clone();
             arguments.insert(name.clone(), value.clone());
-            calls.push(PlannedCall {
-                tool: tool.to_string(),
-                arguments,
-                repeat_of: None,
-            });
+            calls.push(call(arguments));
         }
     }
     if repeat {
@@ -105,6 +129,75 @@ pub fn plan_tool(
         calls.truncate(max_calls.max(1));
     }
     calls
+}
+
+/// The protocol witness's calls for one tool (SPEC §3.5), empty when no field takes a path:
+/// the negative control reads `paths.0` once, the flip reads `paths.1` twice with identical
+/// arguments. Other fields keep the plan's base values. These calls are outside the
+/// per-tool budget: the witness needs all three or none.
+pub fn plan_witness(
+    tool: &str,
+    schema: &Value,
+    plants: &Plants,
+    paths: (String, String),
+) -> Vec<PlannedCall> {
+    let fields = fields(schema, plants);
+    let Some((field, values, _)) = fields.iter().find(|(_, _, path_like)| *path_like) else {
+        return Vec::new();
+    };
+    let base: Map<String, Value> = fields
+        .iter()
+        .map(|(n, c, _)| (n.clone(), c[0].clone()))
+        .collect();
+    let with = |path: &str, purpose| {
+        let path = Value::String(path.to_string());
+        let value = match &values[0] {
+            Value::Array(_) => Value::Array(vec![path]),
+            _ => path,
+        };
+        let mut arguments = base.clone();
+        arguments.insert(field.clone(), value);
+        PlannedCall {
+            tool: tool.to_string(),
+            arguments,
+            repeat_of: None,
+            purpose,
+        }
+    };
+    vec![
+        with(&paths.0, Purpose::NegativeControl),
+        with(&paths.1, Purpose::FlipFirst),
+        with(&paths.1, Purpose::FlipSecond),
+    ]
+}
+
+/// The fields a call sets, each with its candidates (first is the base value) and whether
+/// it takes a path: the required ones and every path-like one.
+fn fields(schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value>, bool)> {
+    let properties = resolve(schema, schema, 0)
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = resolve(schema, schema, 0)
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields = Vec::new();
+    for (name, property) in &properties {
+        let property = resolve(schema, property, 0);
+        let path_like = is_path_like(name, property);
+        if !required.contains(&name.as_str()) && !path_like {
+            continue;
+        }
+        fields.push((
+            name.clone(),
+            candidates(property, path_like, plants),
+            path_like,
+        ));
+    }
+    fields
 }
 
 /// Whether any field of the tool takes a path.
@@ -269,6 +362,7 @@ mod tests {
                 tool: "get_config".into(),
                 arguments: Map::new(),
                 repeat_of: None,
+                purpose: Purpose::Normal,
             }]
         );
     }
@@ -289,6 +383,35 @@ mod tests {
             calls[1].arguments["paths"],
             json!(["/lab/work/notes/welcome.md"])
         );
+    }
+
+    #[test]
+    fn the_witness_reads_a_control_nonce_once_and_a_flip_nonce_twice() {
+        let schema = json!({"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}},
+            "mode":{"enum":["a","b"]}},"required":["paths","mode"]});
+        let plants = plants();
+        let (control, flip) = plants.witness_paths(3);
+        assert_eq!(control, "notes/vac-nonce-abc-3-control.md");
+        assert_eq!(flip, "notes/vac-nonce-abc-3-flip.md");
+        assert_ne!(plants.witness_paths(4).0, control);
+        let calls = plan_witness("read_many", &schema, &plants, plants.witness_paths(3));
+        let purposes: Vec<Purpose> = calls.iter().map(|c| c.purpose).collect();
+        assert_eq!(
+            purposes,
+            [
+                Purpose::NegativeControl,
+                Purpose::FlipFirst,
+                Purpose::FlipSecond
+            ]
+        );
+        assert_eq!(calls[0].arguments["paths"], json!([control]));
+        assert_eq!(calls[0].arguments["mode"], "a");
+        assert_eq!(calls[1].arguments, calls[2].arguments);
+        assert_eq!(calls[1].arguments["paths"], json!([flip]));
+        assert!(calls.iter().all(|c| c.repeat_of.is_none()));
+        let none =
+            json!({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]});
+        assert!(plan_witness("q", &none, &plants, plants.witness_paths(0)).is_empty());
     }
 
     #[test]

@@ -10,8 +10,8 @@ use vac_receipts::{
     WriteError, WriterOptions,
 };
 
-use super::effects;
 use super::run::{self, Reading, RunOutput};
+use super::{effects, witness};
 use crate::client::Direction as FrameDirection;
 
 /// A receipt log being written for one probe.
@@ -96,12 +96,25 @@ impl Recorder {
             let (status, detail) = match reading {
                 Reading::Live(detail) => (SensorStatus::Live, detail.clone()),
                 Reading::Blind(detail) => (SensorStatus::Blind, detail.clone()),
+                Reading::Absent(detail) => (SensorStatus::CapabilityAbsent, detail.clone()),
             };
             self.writer.append(Body::SelfTest(SelfTest {
                 run_id: run_id.clone(),
                 sensor: sensor.into(),
                 status,
                 detail,
+            }))?;
+        }
+        if let Some(found) = witness::assess(&output.calls, &run_id, None) {
+            let status = match found.status.status {
+                vac_contracts::SensorState::Live => SensorStatus::Live,
+                _ => SensorStatus::Failed,
+            };
+            self.writer.append(Body::SelfTest(SelfTest {
+                run_id: run_id.clone(),
+                sensor: "protocol_witness".into(),
+                status,
+                detail: found.status.detail.to_string(),
             }))?;
         }
         for observed in &output.changes {

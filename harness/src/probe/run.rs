@@ -1,5 +1,6 @@
-//! One sandboxed run of a server: spawn, handshake, tools/list, the planned calls, a quiet
-//! period, shutdown, teardown, then the write witness (SPEC §3.4).
+//! One run of a server: spawn, handshake, tools/list, the planned calls, a quiet period,
+//! shutdown, teardown, then the write witness (SPEC §3.4). A remote HTTP target has no
+//! sandbox: its run is the conversation alone, and the other sensors are absent.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,10 +15,11 @@ use vac_sandbox::{
 };
 
 use super::effects::{self, ObservedChange};
-use super::plan::PlannedCall;
+use super::plan::{PlannedCall, Purpose};
+use super::target::{self, Server};
 use crate::client::{
-    CallError, CallOutcome, ClientError, ClientOptions, Frame, FrameLog, FrameLogStats, McpSession,
-    ServerStreams, ToolList,
+    CallError, CallOutcome, ClientError, ClientOptions, Frame, FrameLog, FrameLogStats,
+    HttpEndpoint, McpSession, ServerOutput, ServerStreams, ToolList,
 };
 
 /// Control runs make no tool call; subject runs make the plan's calls.
@@ -41,6 +43,8 @@ pub struct Quiet {
 pub(crate) enum Reading {
     Live(String),
     Blind(String),
+    /// The sensor cannot watch this target at all (a remote server).
+    Absent(String),
 }
 
 /// One call and what came back.
@@ -49,6 +53,8 @@ pub(crate) struct CallRecord {
     pub(crate) index: usize,
     /// The earlier call of this run with identical arguments, for `idempotent`.
     pub(crate) repeat_of: Option<usize>,
+    /// What the call is for (the protocol witness's reads are marked).
+    pub(crate) purpose: Purpose,
     pub(crate) tool: String,
     pub(crate) arguments: Map<String, Value>,
     pub(crate) outcome: Result<CallOutcome, String>,
@@ -92,13 +98,21 @@ pub(crate) struct RunOutput {
     pub(crate) fs_events: Reading,
     pub(crate) failure: Option<RunFailure>,
     pub(crate) termination: Option<Termination>,
+    /// A remote target: only the protocol was witnessed.
+    pub(crate) remote: bool,
+}
+
+/// How the client reaches the server of one run.
+enum Wire {
+    Pipes(ServerStreams),
+    Http(HttpEndpoint, ServerOutput),
 }
 
 const MAX_EVENTS: usize = 100_000;
 
 /// Runs the server once. `first_index` numbers the calls globally across runs.
 pub(crate) async fn execute(
-    sandbox: &Sandbox,
+    server: &Server,
     role: Role,
     tool: Option<&str>,
     calls: &[PlannedCall],
@@ -106,6 +120,17 @@ pub(crate) async fn execute(
     quiet: Quiet,
     options: &ClientOptions,
 ) -> Result<RunOutput, SandboxError> {
+    let (sandbox, http): (&Sandbox, _) = match server {
+        Server::Remote(endpoint) => {
+            return Ok(remote(endpoint, role, tool, calls, first_index, quiet, options).await);
+        }
+        Server::Stdio(sandbox) => (sandbox, None),
+        Server::LaunchedHttp {
+            sandbox,
+            port,
+            path,
+        } => (sandbox, Some((*port, path.as_str()))),
+    };
     let mut running = sandbox.spawn()?;
     let started = running.started();
     let log = FrameLog::new(started);
@@ -118,33 +143,33 @@ pub(crate) async fn execute(
         running.take_stdin(),
         running.take_stderr(),
     );
-    let mut output = RunOutput {
-        id: running.id().to_string(),
-        role,
-        tool: tool.map(str::to_string),
-        frames: Vec::new(),
-        frame_stats: log.stats(),
-        protocol_version: None,
-        server: None,
-        tools: None,
-        calls: Vec::new(),
-        later_tools: None,
-        list_changed: 0,
-        changes: Vec::new(),
-        reads: Vec::new(),
-        processes: None,
-        network: None,
-        listens: Vec::new(),
-        fs_writes: Reading::Blind("the run ended before the witness walked".into()),
-        fs_events: Reading::Blind("no lab event stream".into()),
-        failure: None,
-        termination: None,
+    let mut output = blank(running.id().to_string(), role, tool, &log);
+    // Held until the run stops: a launched HTTP server must not see its stdin close.
+    let mut _stdin = None;
+    let wire = match (http, stdout, stdin, stderr) {
+        (None, Some(stdout), Some(stdin), Some(stderr)) => Some(Wire::Pipes(
+            ServerStreams::new(stdout, stdin).with_stderr(stderr),
+        )),
+        (Some((port, path)), stdout, stdin, stderr) => {
+            _stdin = stdin;
+            let mut output_streams = ServerOutput::default();
+            for stream in [stdout, stderr].into_iter().flatten() {
+                output_streams = output_streams.with(stream);
+            }
+            match target::launched(&running, port, path, options.initialize_timeout).await {
+                Ok(endpoint) => Some(Wire::Http(endpoint, output_streams)),
+                Err(failure) => {
+                    output.failure = Some(failure);
+                    None
+                }
+            }
+        }
+        _ => None,
     };
-    if let (Some(stdout), Some(stdin), Some(stderr)) = (stdout, stdin, stderr) {
-        let streams = ServerStreams::new(stdout, stdin).with_stderr(stderr);
+    if let Some(wire) = wire {
         converse(
-            &mut running,
-            streams,
+            Some(&running),
+            wire,
             &log,
             calls,
             first_index,
@@ -208,10 +233,71 @@ pub(crate) async fn execute(
     Ok(output)
 }
 
+/// A run of a remote target: the conversation, recorded; no sandbox and no other sensor.
+async fn remote(
+    endpoint: &HttpEndpoint,
+    role: Role,
+    tool: Option<&str>,
+    calls: &[PlannedCall],
+    first_index: usize,
+    quiet: Quiet,
+    options: &ClientOptions,
+) -> RunOutput {
+    let log = FrameLog::new(Instant::now());
+    let mut output = blank(target::remote_run_id(), role, tool, &log);
+    output.remote = true;
+    output.fs_writes = Reading::Absent(target::REMOTE.into());
+    output.fs_events = Reading::Absent(target::REMOTE.into());
+    let wire = Wire::Http(endpoint.clone(), ServerOutput::default());
+    let last_event = AtomicU64::new(0);
+    converse(
+        None,
+        wire,
+        &log,
+        calls,
+        first_index,
+        quiet,
+        options,
+        &last_event,
+        &mut output,
+    )
+    .await;
+    output.frames = log.drain();
+    output.frame_stats = log.stats();
+    output
+}
+
+/// A run's output before anything happened.
+fn blank(id: String, role: Role, tool: Option<&str>, log: &FrameLog) -> RunOutput {
+    RunOutput {
+        id,
+        role,
+        tool: tool.map(str::to_string),
+        frames: Vec::new(),
+        frame_stats: log.stats(),
+        protocol_version: None,
+        server: None,
+        tools: None,
+        calls: Vec::new(),
+        later_tools: None,
+        list_changed: 0,
+        changes: Vec::new(),
+        reads: Vec::new(),
+        processes: None,
+        network: None,
+        listens: Vec::new(),
+        fs_writes: Reading::Blind("the run ended before the witness walked".into()),
+        fs_events: Reading::Blind("no lab event stream".into()),
+        failure: None,
+        termination: None,
+        remote: false,
+    }
+}
+
 #[expect(clippy::too_many_arguments, reason = "one run's state, threaded once")]
 async fn converse(
-    running: &mut Running,
-    streams: ServerStreams,
+    running: Option<&Running>,
+    wire: Wire,
     log: &FrameLog,
     calls: &[PlannedCall],
     first_index: usize,
@@ -220,7 +306,13 @@ async fn converse(
     last_event: &AtomicU64,
     output: &mut RunOutput,
 ) {
-    let mut session = match McpSession::connect(streams, log.clone(), options.clone()).await {
+    let connected = match wire {
+        Wire::Pipes(streams) => McpSession::connect(streams, log.clone(), options.clone()).await,
+        Wire::Http(endpoint, server_output) => {
+            McpSession::connect_http(endpoint, server_output, log.clone(), options.clone()).await
+        }
+    };
+    let mut session = match connected {
         Ok(session) => session,
         Err(error) => {
             output.failure = Some(failure("initialize", &error));
@@ -241,7 +333,7 @@ async fn converse(
             return;
         }
     }
-    let baseline = running.process_count();
+    let baseline = running.map_or(0, Running::process_count);
     listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
         let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
@@ -259,6 +351,7 @@ async fn converse(
         output.calls.push(CallRecord {
             index: first_index + offset,
             repeat_of: call.repeat_of.map(|earlier| first_index + earlier),
+            purpose: call.purpose,
             tool: call.tool.clone(),
             arguments: call.arguments.clone(),
             outcome: outcome.map_err(|e| e.to_string()),
@@ -290,7 +383,8 @@ async fn converse(
 
 /// Notes the sockets listening in the run's namespace now (sock_diag), with the time: taken
 /// after the handshake and after each call, so a listener is tied to the call that opened it.
-fn listening(running: &Running, seen: &mut Vec<(String, Duration)>) {
+fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
+    let Some(running) = running else { return };
     let Some(Ok(sockets)) = running.network().map(|n| n.sockets()) else {
         return;
     };
@@ -308,7 +402,12 @@ fn listening(running: &Running, seen: &mut Vec<(String, Duration)>) {
 
 /// Waits until no process beyond the post-handshake ones is alive and the lab has been
 /// still for `settle`, or `max` has passed: delayed effects land inside the run.
-async fn settle(running: &Running, baseline: usize, last_event: &AtomicU64, quiet: Quiet) {
+/// Without a sandbox (a remote target) there is nothing to watch: one settle period.
+async fn settle(running: Option<&Running>, baseline: usize, last_event: &AtomicU64, quiet: Quiet) {
+    let Some(running) = running else {
+        tokio::time::sleep(quiet.settle).await;
+        return;
+    };
     let deadline = Instant::now() + quiet.max;
     loop {
         tokio::time::sleep(quiet.settle).await;
@@ -351,7 +450,10 @@ async fn collect(
 fn failure(during: &str, error: &ClientError) -> RunFailure {
     let kind = match error {
         ClientError::Timeout { .. } => ErrorKind::Timeout,
-        ClientError::Closed { .. } | ClientError::Read(_) => ErrorKind::Crash,
+        ClientError::Closed { .. }
+        | ClientError::Read(_)
+        | ClientError::Connect { .. }
+        | ClientError::Http { .. } => ErrorKind::Crash,
         _ => ErrorKind::Protocol,
     };
     RunFailure {

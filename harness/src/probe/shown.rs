@@ -143,7 +143,7 @@ pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
 }
 
 /// What the model saw of a call: its result, or the JSON-RPC error in its place.
-fn shown(call: &CallRecord) -> Option<Value> {
+pub(crate) fn shown(call: &CallRecord) -> Option<Value> {
     let outcome = call.outcome.as_ref().ok()?;
     if let Some(result) = &outcome.result {
         return Some(result.clone());

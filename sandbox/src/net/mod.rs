@@ -20,6 +20,7 @@
 
 mod capture;
 mod diag;
+mod dial;
 mod dns;
 mod log;
 pub(crate) mod probe;
@@ -40,6 +41,7 @@ use tokio::net::UdpSocket;
 use tokio::task::JoinHandle;
 
 pub use diag::{SocketEntry, SocketOwner, Transport};
+pub use dial::{DialError, NamespaceDialer};
 pub use dns::{SINKHOLE_V4, SINKHOLE_V6};
 use log::Recorder;
 pub use log::{

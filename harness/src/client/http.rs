@@ -1,0 +1,506 @@
+//! Streamable HTTP under rmcp: [`HttpTransport`] POSTs every message the SDK sends and
+//! reads the answers (a JSON body or an SSE stream) through the same recording as stdio.
+//!
+//! Each POST is its own HTTP/1.1 connection (hyper), made through the endpoint's dial (the
+//! host, or a sandbox's network namespace), in the order the SDK sent the messages. The
+//! request body is recorded as a `ToServer` frame before it leaves; each JSON body and
+//! each SSE event's data is recorded as a `FromServer` frame before it is parsed. Caps:
+//! one message (a JSON body or an SSE event) at most `max_line_bytes`, every response body
+//! together at most `max_total_bytes`, connect and response head within
+//! `request_timeout`. `Mcp-Session-Id` from the initialize answer and the negotiated
+//! `MCP-Protocol-Version` go on every later request. A redirect is never followed, and a
+//! status, content type or body vac cannot use ends the session with a fault naming it.
+//! rmcp's own streamable HTTP client is not used: it re-initializes on an expired session
+//! and decodes bodies itself, which would hide exactly what an audit must see.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
+use hyper_util::rt::TokioIo;
+use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::Instant;
+
+use super::endpoint::HttpEndpoint;
+use super::error::Fault;
+use super::frame::{Direction, FrameLog};
+use super::lines::{Parsed, parse_line};
+use super::link::LinkShared;
+use super::options::{ClientOptions, ServerOutput};
+use super::pump::pump_stderr;
+use super::sse::{SseItem, SseSplitter};
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// Bytes of an unusable body kept for the error and the frame log.
+const EXCERPT: usize = 4096;
+/// Parsed messages waiting for the SDK.
+const QUEUE: usize = 4;
+
+/// What the transport, its body readers and the link share.
+pub(crate) struct HttpShared {
+    endpoint: HttpEndpoint,
+    log: FrameLog,
+    link: Arc<LinkShared>,
+    max_message: usize,
+    max_total: u64,
+    timeout: Duration,
+    total: AtomicU64,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    /// The ticket whose POST may go out now: POSTs leave in the order the SDK sent them.
+    turn: watch::Sender<u64>,
+    next: AtomicU64,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+/// The rmcp transport over Streamable HTTP.
+pub(crate) struct HttpTransport {
+    rx: mpsc::Receiver<ServerJsonRpcMessage>,
+    tx: mpsc::Sender<ServerJsonRpcMessage>,
+    http: Arc<HttpShared>,
+}
+
+/// The HTTP side of a session's [`super::link::Link`]: records the server's output and
+/// stops every connection at shutdown.
+pub(crate) struct HttpLink {
+    http: Arc<HttpShared>,
+    cancel: watch::Sender<bool>,
+    output: Vec<JoinHandle<()>>,
+}
+
+impl HttpLink {
+    pub(crate) fn start(
+        endpoint: HttpEndpoint,
+        log: &FrameLog,
+        options: &ClientOptions,
+        output: ServerOutput,
+        link: Arc<LinkShared>,
+    ) -> (Self, HttpTransport) {
+        let http = Arc::new(HttpShared {
+            endpoint,
+            log: log.clone(),
+            link,
+            max_message: options.max_line_bytes,
+            max_total: options.max_total_bytes,
+            timeout: options.request_timeout.max(options.initialize_timeout),
+            total: AtomicU64::new(0),
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            turn: watch::Sender::new(0),
+            next: AtomicU64::new(0),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let transport = HttpTransport {
+            rx,
+            tx,
+            http: http.clone(),
+        };
+        let (cancel, cancel_rx) = watch::channel(false);
+        let output = output
+            .streams
+            .into_iter()
+            .map(|stream| {
+                tokio::spawn(pump_stderr(
+                    stream,
+                    log.clone(),
+                    options.max_stderr_bytes,
+                    cancel_rx.clone(),
+                ))
+            })
+            .collect();
+        let link = Self {
+            http,
+            cancel,
+            output,
+        };
+        (link, transport)
+    }
+
+    /// Aborts every connection and body reader, gives the output pumps `grace` to catch
+    /// up, then stops them; every frame is in the log when this returns.
+    pub(crate) async fn shutdown(self, grace: Duration) {
+        for task in lock(&self.http.tasks).drain(..) {
+            task.abort();
+        }
+        tokio::time::sleep(grace.min(Duration::from_millis(50))).await;
+        self.cancel.send_replace(true);
+        for pump in self.output {
+            let _ = pump.await;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every value behind these locks is replaced whole, so a poisoned one is consistent.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Lets the next POST go even if this one's future is dropped half way.
+struct Turn<'a>(&'a watch::Sender<u64>, u64);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let next = self.1 + 1;
+        self.0.send_modify(|turn| *turn = (*turn).max(next));
+    }
+}
+
+impl Transport<RoleClient> for HttpTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Registered before the request leaves, so the answer cannot outrun it.
+        if let JsonRpcMessage::Request(request) = &item
+            && matches!(
+                request.request,
+                ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
+            )
+        {
+            self.http.link.want_raw(request.id.clone());
+        }
+        let encoded = serde_json::to_vec(&item);
+        let ticket = self.http.next.fetch_add(1, Ordering::Relaxed);
+        let (http, tx) = (self.http.clone(), self.tx.clone());
+        async move {
+            let answered = {
+                // First, so that even a message that fails to encode passes the turn on.
+                let turn = Turn(&http.turn, ticket);
+                let body = encoded?;
+                let mut waiting = turn.0.subscribe();
+                let _ = waiting.wait_for(|now| *now >= ticket).await;
+                http.post(body).await
+            };
+            let result = match answered {
+                Ok(response) => http.answer(response, tx).await,
+                Err(fault) => Err(fault),
+            };
+            result.map_err(|fault| {
+                http.link.set_fault(fault);
+                std::io::Error::other("the http exchange failed (the session's fault says why)")
+            })
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        // Biased: a message read before the fault is still delivered.
+        let message = tokio::select! {
+            biased;
+            message = self.rx.recv() => message,
+            () = self.http.link.faulted() => None,
+        };
+        if message.is_none() {
+            self.http.link.mark_drained();
+        }
+        message
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+impl HttpShared {
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task).abort_handle();
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    /// Records and POSTs one message; returns the response head.
+    async fn post(&self, body: Vec<u8>) -> Result<hyper::Response<Incoming>, Fault> {
+        let deadline = Instant::now() + self.timeout;
+        let url = self.endpoint.url().to_string();
+        let len = body.len() as u64;
+        self.log.record(
+            Direction::ToServer,
+            self.log.elapsed(),
+            body.clone(),
+            len,
+            false,
+        );
+        let endpoint = self.endpoint.clone();
+        let timeout = self.timeout;
+        let dialled = tokio::time::timeout_at(
+            deadline,
+            tokio::task::spawn_blocking(move || endpoint.connect(timeout)),
+        )
+        .await;
+        let connect = |source: std::io::Error| Fault::Connect {
+            url: url.clone(),
+            source: Arc::new(source),
+        };
+        let stream = match dialled {
+            Err(_) => return Err(Fault::HttpTimeout { after: timeout }),
+            Ok(Err(join)) => return Err(connect(std::io::Error::other(join))),
+            Ok(Ok(Err(error))) => return Err(connect(error)),
+            Ok(Ok(Ok(stream))) => stream,
+        };
+        let stream = stream
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpStream::from_std(stream))
+            .map_err(connect)?;
+        let http_error = |source: hyper::Error| Fault::Http {
+            url: url.clone(),
+            source: Arc::new(source),
+        };
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(http_error)?;
+        self.spawn(async move {
+            let _ = connection.await;
+        });
+        let mut request = hyper::Request::post(self.endpoint.path())
+            .header(HOST, self.endpoint.authority())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream");
+        if let Some(session) = lock(&self.session).clone() {
+            request = request.header(SESSION_ID, session);
+        }
+        if let Some(version) = lock(&self.version).clone() {
+            request = request.header(PROTOCOL_VERSION, version);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|error| connect(std::io::Error::other(error)))?;
+        match tokio::time::timeout_at(deadline, sender.send_request(request)).await {
+            Err(_) => Err(Fault::HttpTimeout { after: timeout }),
+            Ok(Err(error)) => Err(http_error(error)),
+            Ok(Ok(response)) => Ok(response),
+        }
+    }
+
+    /// Judges the response head; a usable body is read by a task of its own.
+    async fn answer(
+        self: &Arc<Self>,
+        response: hyper::Response<Incoming>,
+        tx: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> Result<(), Fault> {
+        let status = response.status();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        if status.is_redirection() {
+            return Err(Fault::Redirect {
+                status: status.as_u16(),
+                location: header(LOCATION).unwrap_or_default(),
+            });
+        }
+        if let Some(session) = header(hyper::header::HeaderName::from_static(SESSION_ID)) {
+            lock(&self.session).get_or_insert(session);
+        }
+        let content_type = header(CONTENT_TYPE).unwrap_or_default();
+        let media = content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let mut body = response.into_body();
+        if matches!(status.as_u16(), 202 | 204) {
+            // Accepted: a notification or a response needs no answer; any body is kept.
+            self.excerpt(&mut body).await;
+            return Ok(());
+        }
+        if !status.is_success() {
+            let excerpt = self.excerpt(&mut body).await;
+            return Err(Fault::HttpStatus {
+                status: status.as_u16(),
+                session: lock(&self.session).clone(),
+                excerpt,
+            });
+        }
+        match media.as_str() {
+            "application/json" => {
+                let http = self.clone();
+                self.spawn(async move { http.json(body, tx).await });
+                Ok(())
+            }
+            "text/event-stream" => {
+                let http = self.clone();
+                self.spawn(async move { http.sse(body, tx).await });
+                Ok(())
+            }
+            _ => {
+                let excerpt = self.excerpt(&mut body).await;
+                if media.is_empty() && excerpt.is_empty() {
+                    // An empty 200 for a notification or a response.
+                    return Ok(());
+                }
+                Err(Fault::ContentType {
+                    status: status.as_u16(),
+                    content_type,
+                    excerpt,
+                })
+            }
+        }
+    }
+
+    /// Up to [`EXCERPT`] bytes of an unusable body, recorded; waits at most a second.
+    async fn excerpt(&self, body: &mut Incoming) -> String {
+        let mut kept = Vec::new();
+        let mut seen = 0u64;
+        let read = async {
+            while kept.len() < EXCERPT {
+                match self.chunk(body).await {
+                    Ok(Some(data)) => {
+                        seen += data.len() as u64;
+                        let room = EXCERPT - kept.len();
+                        kept.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), read).await;
+        if !kept.is_empty() {
+            let truncated = seen > kept.len() as u64;
+            self.log.record(
+                Direction::FromServer,
+                self.log.elapsed(),
+                kept.clone(),
+                seen,
+                truncated,
+            );
+        }
+        String::from_utf8_lossy(&kept).into_owned()
+    }
+
+    /// The next data chunk of a body, counted against the total cap.
+    async fn chunk(&self, body: &mut Incoming) -> Result<Option<Bytes>, Fault> {
+        loop {
+            let Some(frame) = body.frame().await else {
+                return Ok(None);
+            };
+            let frame = frame.map_err(|source| Fault::Http {
+                url: self.endpoint.url().to_string(),
+                source: Arc::new(source),
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let total = self.total.fetch_add(data.len() as u64, Ordering::Relaxed);
+            if total + data.len() as u64 > self.max_total {
+                return Err(Fault::TotalBytes {
+                    cap: self.max_total,
+                });
+            }
+            return Ok(Some(data));
+        }
+    }
+
+    /// A JSON body: one message (a batch is not a message vac accepts).
+    async fn json(self: Arc<Self>, mut body: Incoming, tx: mpsc::Sender<ServerJsonRpcMessage>) {
+        let mut kept = Vec::new();
+        let mut seen = 0u64;
+        let fault = loop {
+            match self.chunk(&mut body).await {
+                Ok(Some(data)) => {
+                    seen += data.len() as u64;
+                    let room = self.max_message.saturating_sub(kept.len());
+                    kept.extend_from_slice(&data[..data.len().min(room)]);
+                }
+                Ok(None) => break None,
+                Err(fault) => break Some(fault),
+            }
+        };
+        let oversized = seen > self.max_message as u64;
+        if fault.is_some() || oversized {
+            let at = self.log.elapsed();
+            self.log.record(Direction::FromServer, at, kept, seen, true);
+            self.link.set_fault(fault.unwrap_or(Fault::BodyTooLong {
+                cap: self.max_message,
+                seen,
+            }));
+            return;
+        }
+        self.message(kept, &tx).await;
+    }
+
+    /// An SSE stream: every event's data is one message.
+    async fn sse(self: Arc<Self>, mut body: Incoming, tx: mpsc::Sender<ServerJsonRpcMessage>) {
+        let mut splitter = SseSplitter::new(self.max_message);
+        let mut events = Vec::new();
+        loop {
+            let chunk = match self.chunk(&mut body).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => {
+                    if let Some((kept, seen)) = splitter.finish() {
+                        let at = self.log.elapsed();
+                        self.log.record(Direction::FromServer, at, kept, seen, true);
+                    }
+                    return;
+                }
+                Err(fault) => return self.link.set_fault(fault),
+            };
+            splitter.push(&chunk, &mut events);
+            for event in events.drain(..) {
+                match event {
+                    SseItem::Data(data) => {
+                        if !self.message(data, &tx).await {
+                            return;
+                        }
+                    }
+                    SseItem::TooLong { kept, seen } => {
+                        let at = self.log.elapsed();
+                        self.log.record(Direction::FromServer, at, kept, seen, true);
+                        return self.link.set_fault(Fault::BodyTooLong {
+                            cap: self.max_message,
+                            seen,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records one message's bytes, then hands it to the SDK; false once the stream is
+    /// unusable.
+    async fn message(&self, bytes: Vec<u8>, tx: &mpsc::Sender<ServerJsonRpcMessage>) -> bool {
+        let parsed = parse_line(&bytes);
+        if let Parsed::Message(message) = &parsed {
+            self.link.observe(message, &bytes);
+            if lock(&self.version).is_none() {
+                *lock(&self.version) = negotiated(&bytes);
+            }
+        }
+        let len = bytes.len() as u64;
+        let frame = self
+            .log
+            .record(Direction::FromServer, self.log.elapsed(), bytes, len, false);
+        match parsed {
+            Parsed::Message(message) => tx.send(*message).await.is_ok(),
+            Parsed::Blank | Parsed::UnknownNotification => true,
+            Parsed::Garbage(detail) => {
+                self.link.set_fault(Fault::Garbage { frame, detail });
+                false
+            }
+        }
+    }
+}
+
+/// The protocol version of an initialize result, for the later requests' header.
+fn negotiated(bytes: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let result = value.get("result")?;
+    result.get("serverInfo")?;
+    Some(result.get("protocolVersion")?.as_str()?.to_string())
+}

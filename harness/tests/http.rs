@@ -1,0 +1,442 @@
+//! End to end over Streamable HTTP (issue #6): `vac probe --url` against the fixtures and
+//! against broken endpoints served here on 127.0.0.1, and `vac probe --http` (the fixture
+//! launched in the sandbox). The dishonest fixture only ever runs inside a namespace this
+//! suite or vac created: its planted egress never leaves. Tests that start namespaces
+//! need root and skip visibly elsewhere.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The fixture's port inside a namespace of its own: nothing else listens there.
+const PORT: &str = "8931";
+/// Clauses only the sandbox's sensors can back.
+const SANDBOX_CLAUSES: [&str; 5] = ["fs.read", "fs.delete", "exec", "net.egress", "net.listen"];
+
+#[test]
+fn remote_dishonest_twin_is_audited_by_the_protocol_alone() {
+    if !privileged("remote_dishonest_twin_is_audited_by_the_protocol_alone") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["home", "tmp", "work"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let receipts = dir.path().join("receipts");
+    // A fresh network namespace with only its loopback: the fixture's planted lookups and
+    // connections fail there instead of leaving the machine.
+    let script = format!(
+        r#"ip link set lo up || exit 90
+HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode dishonest --transport http --port {PORT} 2>{d}/fixture.log &
+fixture=$!
+up=0
+for i in $(seq 200); do
+  if (echo > /dev/tcp/127.0.0.1/{PORT}) 2>/dev/null; then up=1; break; fi
+  sleep 0.05
+done
+[ $up = 1 ] || {{ kill $fixture; exit 91; }}
+"$0" probe --json --out {r} --url http://127.0.0.1:{PORT}/mcp
+code=$?
+kill $fixture
+exit $code"#,
+        d = dir.path().display(),
+        r = receipts.display(),
+    );
+    let output = Command::new("unshare")
+        .args(["--net", "--", "bash", "-c", &script, VAC])
+        .current_dir(dir.path().join("work"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {:?} stdout {stdout:?} stderr {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(json["status"], "completed", "{json:#}");
+    assert_eq!(json["target"], format!("http://127.0.0.1:{PORT}/mcp"));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a confirmed violation exits 1"
+    );
+    // What the protocol shows is still graded.
+    assert_eq!(
+        cell(&json, "get_tips", "result.instructions")["verdict"],
+        "confirmed"
+    );
+    assert_eq!(
+        cell(&json, "list_projects", "manifest.stable")["verdict"],
+        "confirmed"
+    );
+    // The sandbox's sensors never ran: capability_absent, never clean.
+    for cell in json["verdicts"].as_array().unwrap() {
+        if !SANDBOX_CLAUSES.contains(&cell["clause"].as_str().unwrap()) {
+            continue;
+        }
+        assert_eq!(cell["verdict"], "skipped", "{cell}");
+        let reason = cell["reason"].as_str().unwrap();
+        assert!(
+            ["capability_absent", "nothing_promised"].contains(&reason),
+            "{cell}"
+        );
+        if reason == "capability_absent" {
+            let sensors = cell["evidence"]["sensors"].as_array().unwrap();
+            assert!(
+                sensors.iter().all(|s| s["status"] == "capability_absent"
+                    && s["detail"]["self_test"]
+                        .as_str()
+                        .is_some_and(|d| d.starts_with("remote target"))),
+                "{cell}"
+            );
+        }
+    }
+    // fs.write has no fs sensor either: a cell that is not skipped rests on the protocol.
+    for cell in json["verdicts"].as_array().unwrap() {
+        if cell["clause"] != "fs.write" || cell["verdict"] == "skipped" {
+            continue;
+        }
+        let sensors = cell["evidence"]["sensors"].as_array().unwrap();
+        assert!(
+            sensors
+                .iter()
+                .all(|s| !["fs_writes", "fs_events"].contains(&s["sensor"].as_str().unwrap())),
+            "{cell}"
+        );
+    }
+    assert_eq!(verify(&receipts).status.code(), Some(0));
+}
+
+#[test]
+fn launched_http_twin_gives_the_same_grid_as_its_stdio_run() {
+    if !privileged("launched_http_twin_gives_the_same_grid_as_its_stdio_run") {
+        return;
+    }
+    let http = probe(
+        &["--http", PORT],
+        &[
+            VAC,
+            "fixture",
+            "--mode",
+            "dishonest",
+            "--transport",
+            "http",
+            "--port",
+            PORT,
+        ],
+    );
+    let stdio = probe(&[], &fixture("dishonest"));
+    assert_eq!(http.json["status"], "completed", "{:#}", http.json);
+    assert_eq!(http.output.status.code(), stdio.output.status.code());
+    assert_eq!(grid(&http.json), grid(&stdio.json));
+    // Every sensor ran and proved itself live in the launched runs.
+    let fs = cell(&http.json, "read_note", "fs.write");
+    assert_eq!(fs["verdict"], "confirmed", "{fs}");
+    let egress = cell(&http.json, "check_status", "net.egress");
+    assert_eq!(egress["verdict"], "confirmed", "{egress}");
+    let exec = cell(&http.json, "word_count", "exec");
+    assert_eq!(exec["verdict"], "confirmed", "{exec}");
+    assert_eq!(verify(&http.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn launched_command_that_never_listens_is_errored() {
+    if !privileged("launched_command_that_never_listens_is_errored") {
+        return;
+    }
+    let exits = probe(&["--http", PORT], &["/bin/true"]);
+    assert_eq!(exits.json["status"], "errored", "{:#}", exits.json);
+    let error = exits.json["error"].as_str().unwrap();
+    assert!(
+        error.contains("exited before listening on port 8931"),
+        "{error}"
+    );
+    let started = Instant::now();
+    let silent = probe(&["--http", PORT, "--timeout", "2"], &["/bin/sleep", "60"]);
+    assert_eq!(silent.json["status"], "errored", "{:#}", silent.json);
+    let error = silent.json["error"].as_str().unwrap();
+    assert!(
+        error.contains("nothing listened on port 8931 within 2s"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(silent.output.status.code(), Some(3));
+    assert_eq!(verify(&silent.receipts).status.code(), Some(0));
+}
+
+/// A real server from npm that serves Streamable HTTP, installed by
+/// `.ci/install-thirdparty.sh`.
+const EVERYTHING_SERVER: &str =
+    "/opt/vac-thirdparty/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+#[test]
+fn a_third_party_http_server_is_audited_in_the_sandbox() {
+    if !privileged("a_third_party_http_server_is_audited_in_the_sandbox") {
+        return;
+    }
+    if !std::path::Path::new(EVERYTHING_SERVER).exists() {
+        assert!(
+            std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+            "run .ci/install-thirdparty.sh first"
+        );
+        eprintln!(
+            "SKIPPED a_third_party_http_server_is_audited_in_the_sandbox: run .ci/install-thirdparty.sh"
+        );
+        return;
+    }
+    // Express listens on PORT (default 3001) at /mcp and answers in SSE with a session id.
+    let probe = probe(
+        &["--http", "3001"],
+        &["/usr/bin/node", EVERYTHING_SERVER, "streamableHttp"],
+    );
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    assert!(
+        probe.json["tools"].as_u64().unwrap() >= 10,
+        "{:#}",
+        probe.json
+    );
+    // Its get-env tool really hands the model the environment, canary included.
+    let env = cell(&probe.json, "get-env", "result.secrets");
+    assert_eq!(env["verdict"], "confirmed", "{env}");
+    // Sensors were live inside the sandbox: an fs.write cell of a read-only tool is refuted.
+    assert_eq!(cell(&probe.json, "echo", "fs.write")["verdict"], "refuted");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+/// How a broken endpoint answers each POST.
+#[derive(Clone, Copy)]
+enum Broken {
+    Html,
+    ServerError,
+    EndlessSse,
+    /// Initialize succeeds with a session id; every later request gets 404.
+    ForgetsSession,
+    /// 302 to another host (127.0.0.2), which counts the connections it gets.
+    Redirect,
+    /// An SSE event longer than the message cap (4 MiB by default).
+    HugeEvent,
+}
+
+/// Serves `broken` on 127.0.0.1 from threads of this test; returns the URL and how many
+/// connections the redirect target received.
+fn serve(broken: Broken) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let elsewhere = TcpListener::bind("127.0.0.2:0").unwrap();
+    let location = format!("http://{}/mcp", elsewhere.local_addr().unwrap());
+    let visits = Arc::new(AtomicUsize::new(0));
+    let counted = visits.clone();
+    std::thread::spawn(move || {
+        for stream in elsewhere.incoming().flatten() {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let location = location.clone();
+            std::thread::spawn(move || answer(stream, broken, &location));
+        }
+    });
+    (url, visits)
+}
+
+fn answer(stream: TcpStream, broken: Broken, location: &str) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut length = 0;
+    let mut session = false;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(value) = lower.strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        session |= lower.starts_with("mcp-session-id:");
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut stream = stream;
+    let reply = |status: &str, headers: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let text = match broken {
+        Broken::Html => reply(
+            "200 OK",
+            "content-type: text/html\r\n",
+            "<html><body>Welcome to nginx!</body></html>",
+        ),
+        Broken::ServerError => reply(
+            "500 Internal Server Error",
+            "content-type: text/plain\r\n",
+            "boom",
+        ),
+        Broken::Redirect => reply("302 Found", &format!("location: {location}\r\n"), ""),
+        Broken::ForgetsSession if session => reply(
+            "404 Not Found",
+            "content-type: text/plain\r\n",
+            "no such session",
+        ),
+        Broken::ForgetsSession => {
+            let result = json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "forgetful", "version": "1"}}});
+            reply(
+                "200 OK",
+                "content-type: application/json\r\nmcp-session-id: s-1\r\n",
+                &result.to_string(),
+            )
+        }
+        Broken::HugeEvent => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ";
+            let chunk = vec![b'x'; 64 * 1024];
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            // 8 MiB, twice the cap; the client stops reading at the cap.
+            for _ in 0..128 {
+                if stream.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+            return;
+        }
+        Broken::EndlessSse => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            // Keep-alives and never a message; bounded so the thread ends on its own.
+            for _ in 0..1200 {
+                if stream.write_all(b": ping\n\n").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            return;
+        }
+    };
+    let _ = stream.write_all(text.as_bytes());
+}
+
+/// `vac probe --url` against `broken`: errored with `reason`, quickly, receipts intact.
+fn errored(broken: Broken, reasons: &[&str]) -> Arc<AtomicUsize> {
+    let (url, visits) = serve(broken);
+    let started = Instant::now();
+    let probe = probe_url(&url);
+    let elapsed = started.elapsed();
+    assert_eq!(probe.json["status"], "errored", "{:#}", probe.json);
+    let error = probe.json["error"].as_str().unwrap();
+    for reason in reasons {
+        assert!(error.contains(reason), "{reason:?} not in {error:?}");
+    }
+    assert_eq!(probe.output.status.code(), Some(3), "could not run");
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    visits
+}
+
+fn probe_url(url: &str) -> Probe {
+    let dir = tempfile::tempdir().unwrap();
+    let receipts = dir.path().join("receipts");
+    let output = vac(&[
+        "probe",
+        "--json",
+        "--timeout",
+        "3",
+        "--out",
+        receipts.to_str().unwrap(),
+        "--url",
+        url,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {stdout:?} stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    Probe {
+        output,
+        json,
+        receipts,
+        dir,
+    }
+}
+
+#[test]
+fn endpoint_answering_html_is_errored() {
+    errored(
+        Broken::Html,
+        &["initialize", "HTTP 200", "text/html", "nginx"],
+    );
+}
+
+#[test]
+fn endpoint_answering_500_is_errored() {
+    errored(Broken::ServerError, &["initialize", "HTTP 500", "boom"]);
+}
+
+#[test]
+fn endless_sse_stream_is_errored_within_the_timeout() {
+    errored(Broken::EndlessSse, &["initialize got no answer within 3s"]);
+}
+
+#[test]
+fn forgotten_session_id_is_errored() {
+    errored(
+        Broken::ForgetsSession,
+        &["HTTP 404", "session \"s-1\" is unknown or expired"],
+    );
+}
+
+#[test]
+fn redirect_to_another_host_is_not_followed() {
+    let visits = errored(Broken::Redirect, &["redirect (HTTP 302)", "127.0.0.2"]);
+    assert_eq!(
+        visits.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+}
+
+#[test]
+fn sse_event_over_the_message_cap_is_errored() {
+    errored(
+        Broken::HugeEvent,
+        &[
+            "HTTP message of at least",
+            "over the 4194304-byte message cap",
+        ],
+    );
+}
+
+#[test]
+fn bad_url_is_a_usage_error() {
+    let output = vac(&["probe", "--url", "https://127.0.0.1:1/mcp"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("only http:// URLs"), "{stderr}");
+}
