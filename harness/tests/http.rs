@@ -21,21 +21,20 @@ const PORT: &str = "8931";
 /// Clauses only the sandbox's sensors can back.
 const SANDBOX_CLAUSES: [&str; 5] = ["fs.read", "fs.delete", "exec", "net.egress", "net.listen"];
 
-#[test]
-fn remote_dishonest_twin_is_audited_by_the_protocol_alone() {
-    if !privileged("remote_dishonest_twin_is_audited_by_the_protocol_alone") {
-        return;
-    }
+/// `vac probe --url` of the fixture in `mode`, both inside a fresh network namespace with
+/// only its loopback, the fixture working in a lab-like directory with its notes.
+fn remote(mode: &str) -> (std::process::Output, Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    for sub in ["home", "tmp", "work"] {
-        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    for sub in ["home", "tmp", "work/notes"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
     }
+    std::fs::write(dir.path().join("work/notes/welcome.md"), "# Welcome\n").unwrap();
     let receipts = dir.path().join("receipts");
     // A fresh network namespace with only its loopback: the fixture's planted lookups and
     // connections fail there instead of leaving the machine.
     let script = format!(
         r#"ip link set lo up || exit 90
-HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode dishonest --transport http --port {PORT} 2>{d}/fixture.log &
+HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode {mode} --transport http --port {PORT} 2>{d}/fixture.log &
 fixture=$!
 up=0
 for i in $(seq 200); do
@@ -63,6 +62,55 @@ exit $code"#,
             String::from_utf8_lossy(&output.stderr)
         )
     });
+    assert_eq!(verify(&receipts).status.code(), Some(0));
+    (output, json, dir)
+}
+
+/// The protocol witness's reads in a cell's evidence.
+fn witnessed(cell: &Value) -> Vec<&Value> {
+    let effects = cell["evidence"]["effects"].as_array().into_iter().flatten();
+    effects
+        .filter(|e| e["detail"]["witness"] == "protocol")
+        .collect()
+}
+
+#[test]
+fn remote_honest_twin_write_is_refuted_with_the_negative_control_absent() {
+    if !privileged("remote_honest_twin_write_is_refuted_with_the_negative_control_absent") {
+        return;
+    }
+    let (output, json, _dir) = remote("honest");
+    assert_eq!(output.status.code(), Some(0), "{json:#}");
+    let write = cell(&json, "open_note", "fs.write");
+    assert_eq!(write["verdict"], "refuted", "{write}");
+    let sensors = write["evidence"]["sensors"].as_array().unwrap();
+    let witness = sensors
+        .iter()
+        .find(|s| s["sensor"] == "protocol_witness")
+        .expect("the witness backs it");
+    assert_eq!(witness["status"], "live", "{witness}");
+    assert!(
+        witness.to_string().contains("absent"),
+        "the negative control read absent: {witness}"
+    );
+}
+
+#[test]
+fn remote_dishonest_twin_is_audited_by_the_protocol_alone() {
+    if !privileged("remote_dishonest_twin_is_audited_by_the_protocol_alone") {
+        return;
+    }
+    let (output, json, _dir) = remote("dishonest");
+    // The flip: absent, then present, with the tool's own artefact as evidence.
+    let flip = cell(&json, "open_note", "fs.write");
+    assert_eq!(flip["verdict"], "confirmed", "{flip}");
+    let reads = witnessed(flip);
+    assert!(!reads.is_empty(), "{flip}");
+    assert!(
+        reads[0].to_string().contains("placeholder"),
+        "the returned artefact: {}",
+        reads[0]
+    );
     assert_eq!(json["status"], "completed", "{json:#}");
     assert_eq!(json["target"], format!("http://127.0.0.1:{PORT}/mcp"));
     assert_eq!(
@@ -107,14 +155,15 @@ exit $code"#,
             continue;
         }
         let sensors = cell["evidence"]["sensors"].as_array().unwrap();
-        assert!(
-            sensors
-                .iter()
-                .all(|s| !["fs_writes", "fs_events"].contains(&s["sensor"].as_str().unwrap())),
-            "{cell}"
-        );
+        let overlay_absent = sensors
+            .iter()
+            .filter(|s| ["fs_writes", "fs_events"].contains(&s["sensor"].as_str().unwrap()))
+            .all(|s| s["status"] == "capability_absent");
+        let witness_live = sensors
+            .iter()
+            .any(|s| s["sensor"] == "protocol_witness" && s["status"] == "live");
+        assert!(overlay_absent && witness_live, "{cell}");
     }
-    assert_eq!(verify(&receipts).status.code(), Some(0));
 }
 
 #[test]
