@@ -34,6 +34,7 @@ mod rundir;
 mod sandbox;
 mod stages;
 mod sys;
+mod teardown;
 mod witness;
 
 pub use cgroup::{Cgroup, CgroupError, CgroupRoots};

@@ -14,7 +14,6 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::resource::Resource;
 use nix::unistd::{ForkResult, Pid};
-use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
@@ -30,6 +29,7 @@ use crate::rootfs::{self, RootfsPlan};
 use crate::rundir::{RunDir, RunDirError};
 use crate::stages::{self, ChildFds, ChildPlan};
 use crate::sys;
+use crate::teardown::Guard;
 use crate::witness::{Marker, OverlayWitness};
 
 /// Why a run could not be prepared, started or torn down. Each variant names its input.
@@ -614,7 +614,7 @@ pub struct LimitHits {
 }
 
 impl LimitHits {
-    fn of(cgroup: &Cgroup) -> LimitHits {
+    pub(crate) fn of(cgroup: &Cgroup) -> LimitHits {
         LimitHits {
             pids: cgroup.pids_limit_hits().unwrap_or(0),
             memory: cgroup.memory_limit_hits().unwrap_or(0),
@@ -697,147 +697,6 @@ impl Stopped {
     /// Unmounts and removes the run directory (as dropping does), reporting failures.
     pub fn remove(mut self) -> Result<(), SandboxError> {
         self.guard.release()
-    }
-}
-
-/// Tears a run down whatever happened: kills the tree, removes the cgroup, unmounts.
-#[derive(Debug)]
-struct Guard {
-    id: String,
-    keep: bool,
-    run_dir: Option<RunDir>,
-    cgroup: Option<Cgroup>,
-    monitor: Option<Pid>,
-    ctl: Option<OwnedFd>,
-    init: Option<Arc<OwnedFd>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    events_close: Option<Arc<tokio::sync::Notify>>,
-    limit_hits: LimitHits,
-    procs: Option<ProcSensor>,
-    procs_log: Option<ProcessLog>,
-}
-
-impl Guard {
-    fn new(id: String, keep: bool) -> Guard {
-        Guard {
-            id,
-            keep,
-            run_dir: None,
-            cgroup: None,
-            monitor: None,
-            ctl: None,
-            init: None,
-            tasks: Vec::new(),
-            events_close: None,
-            limit_hits: LimitHits::default(),
-            procs: None,
-            procs_log: None,
-        }
-    }
-
-    /// Reads the status pipe for the program's end and enforces the wall clock.
-    fn watch(
-        &mut self,
-        status: OwnedFd,
-        wall_clock: Duration,
-    ) -> std::io::Result<(watch::Receiver<Option<Termination>>, Arc<AtomicBool>)> {
-        let (sender, receiver) = watch::channel(None);
-        let hit = Arc::new(AtomicBool::new(false));
-        let mut status = pipe::Receiver::from_owned_fd(status)?;
-        let reader_hit = Arc::clone(&hit);
-        self.tasks.push(tokio::spawn(async move {
-            let mut bytes = [0u8; MESSAGE_LEN];
-            while status.read_exact(&mut bytes).await.is_ok() {
-                let ended = match Message::decode(&bytes) {
-                    Some(Message::Exited(code)) => Termination::Exited(code),
-                    Some(Message::Signaled(signal)) => Termination::Signaled(signal),
-                    _ => continue,
-                };
-                let _ = sender.send(Some(ended));
-            }
-            if sender.borrow().is_none() {
-                let lost = if reader_hit.load(Ordering::SeqCst) {
-                    Termination::WallClockExceeded
-                } else {
-                    Termination::Lost
-                };
-                let _ = sender.send(Some(lost));
-            }
-        }));
-        if let Some(pidfd) = self.init.clone() {
-            let watchdog_hit = Arc::clone(&hit);
-            self.tasks.push(tokio::spawn(async move {
-                tokio::time::sleep(wall_clock).await;
-                watchdog_hit.store(true, Ordering::SeqCst);
-                let _ = sys::pidfd_send_signal(pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL);
-            }));
-        }
-        Ok((receiver, hit))
-    }
-
-    /// Kills every process of the run and removes its cgroup.
-    fn kill(&mut self) -> Result<(), SandboxError> {
-        self.ctl = None; // the init's lifeline
-        if let Some(pidfd) = self.init.take() {
-            match sys::pidfd_send_signal(pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL) {
-                Ok(()) | Err(Errno::ESRCH) => {}
-                Err(errno) => {
-                    return Err(SandboxError::Host {
-                        what: "kill the sandbox init",
-                        errno,
-                    });
-                }
-            }
-        }
-        if let Some(monitor) = self.monitor.take() {
-            // The monitor exits once the init is reaped, and the init only finishes dying after
-            // the kernel has killed and reaped every process of its pid namespace.
-            while let Err(Errno::EINTR) = nix::sys::wait::waitpid(monitor, None) {}
-        }
-        // Every exit of the run is queued on the connector now: the log is complete.
-        if let Some(mut procs) = self.procs.take() {
-            self.procs_log = Some(procs.finish());
-        }
-        for task in self.tasks.drain(..) {
-            task.abort();
-        }
-        let Some(cgroup) = self.cgroup.take() else {
-            return Ok(());
-        };
-        self.limit_hits = LimitHits::of(&cgroup);
-        let survivors = cgroup.pids()?;
-        for pid in &survivors {
-            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
-        }
-        if !survivors.is_empty() {
-            return Err(SandboxError::Survivors {
-                run: self.id.clone(),
-                pids: survivors,
-            });
-        }
-        cgroup.remove()?;
-        Ok(())
-    }
-
-    fn release(&mut self) -> Result<(), SandboxError> {
-        if let Some(close) = self.events_close.take() {
-            close.notify_one();
-        }
-        if let Some(mut run_dir) = self.run_dir.take() {
-            run_dir.remove(self.keep)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Err(error) = self.kill() {
-            tracing::warn!(run = %self.id, %error, "sandbox teardown");
-        }
-        if let Err(error) = self.release() {
-            tracing::warn!(run = %self.id, %error, "sandbox teardown");
-        }
     }
 }
 
