@@ -52,19 +52,7 @@ impl McpSession {
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
         let (link, transport) = Link::start(streams, &log, &options);
-        match initialize(transport, &link, &options).await {
-            Ok((service, server)) => Ok(Self {
-                service,
-                link,
-                log,
-                options,
-                server,
-            }),
-            Err(error) => {
-                link.shutdown(options.shutdown_grace).await;
-                Err(error)
-            }
-        }
+        Self::handshake(link, transport, log, options).await
     }
 
     /// [`McpSession::connect`] over Streamable HTTP: every request and response body is a
@@ -77,6 +65,20 @@ impl McpSession {
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
         let (link, transport) = Link::start_http(endpoint, output, &log, &options);
+        Self::handshake(link, transport, log, options).await
+    }
+
+    /// Initializes over a started link; on failure the link is shut down before returning.
+    async fn handshake<T>(
+        link: Link,
+        transport: T,
+        log: FrameLog,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError>
+    where
+        T: rmcp::transport::Transport<RoleClient> + Send + 'static,
+        T::Error: std::error::Error + Send + Sync + 'static,
+    {
         match initialize(transport, &link, &options).await {
             Ok((service, server)) => Ok(Self {
                 service,
