@@ -408,31 +408,7 @@ fn errored(broken: Broken, reasons: &[&str]) -> Arc<AtomicUsize> {
 }
 
 fn probe_url(url: &str) -> Probe {
-    let dir = tempfile::tempdir().unwrap();
-    let receipts = dir.path().join("receipts");
-    let output = vac(&[
-        "probe",
-        "--json",
-        "--timeout",
-        "3",
-        "--out",
-        receipts.to_str().unwrap(),
-        "--url",
-        url,
-    ]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {stdout:?} stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    Probe {
-        output,
-        json,
-        receipts,
-        dir,
-    }
+    probe_with(&["--timeout", "3", "--url", url])
 }
 
 #[test]

@@ -23,7 +23,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
 use hyper_util::rt::TokioIo;
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -165,14 +165,7 @@ impl Transport<RoleClient> for HttpTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the request leaves, so the answer cannot outrun it.
-        if let JsonRpcMessage::Request(request) = &item
-            && matches!(
-                request.request,
-                ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
-            )
-        {
-            self.http.link.want_raw(request.id.clone());
-        }
+        self.http.link.expect_answer(&item);
         let encoded = serde_json::to_vec(&item);
         let ticket = self.http.next.fetch_add(1, Ordering::Relaxed);
         let (http, tx) = (self.http.clone(), self.tx.clone());

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ServerNotification,
+};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
@@ -101,8 +104,17 @@ impl LinkShared {
         self.drained.send_replace(true);
     }
 
-    pub(crate) fn want_raw(&self, id: RequestId) {
-        self.raw_map().insert(id, None);
+    /// Keeps the raw answer to a tools/list or tools/call request the client is sending:
+    /// the harness hashes manifests and reads results from the server's own bytes.
+    pub(crate) fn expect_answer(&self, item: &ClientJsonRpcMessage) {
+        if let JsonRpcMessage::Request(request) = item
+            && matches!(
+                request.request,
+                ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
+            )
+        {
+            self.raw_map().insert(request.id.clone(), None);
+        }
     }
 
     pub(crate) fn take_raw(&self, id: &RequestId) -> Option<Value> {
@@ -117,7 +129,7 @@ impl LinkShared {
         self.tools_list_changed.load(Ordering::Relaxed)
     }
 
-    /// Keeps the raw `result` of an answer the session asked for (see [`Self::want_raw`]).
+    /// Keeps the raw `result` of an answer the session asked for (see [`Self::expect_answer`]).
     pub(crate) fn stash_raw(&self, id: &RequestId, line: &[u8]) {
         let mut raw = self.raw_map();
         if let Some(slot) = raw.get_mut(id) {

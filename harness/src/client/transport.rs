@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -45,14 +45,7 @@ impl Transport<RoleClient> for RecordingTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the line leaves, so the answer cannot outrun it.
-        if let JsonRpcMessage::Request(request) = &item
-            && matches!(
-                request.request,
-                ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
-            )
-        {
-            self.shared.want_raw(request.id.clone());
-        }
+        self.shared.expect_answer(&item);
         let encoded = serde_json::to_vec(&item);
         let writer = self.writer.clone();
         let log = self.log.clone();

@@ -35,7 +35,7 @@ pub use target::Target;
 
 use crate::client::ClientOptions;
 use record::Recorder;
-use run::{Role, RunOutput};
+use run::{Role, RunOutput, RunPlan};
 use target::Server;
 
 /// What to probe and how.
@@ -258,12 +258,14 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         }
         let subject = run::execute(
             &server,
-            Role::Subject,
-            Some(&decl.name),
-            &calls,
-            next_index,
-            options.quiet,
-            &options.client,
+            RunPlan {
+                role: Role::Subject,
+                tool: Some(&decl.name),
+                calls: &calls,
+                first_index: next_index,
+                quiet: options.quiet,
+                options: &options.client,
+            },
         )
         .await?;
         next_index += calls.len();
@@ -302,12 +304,14 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
 async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
     Ok(run::execute(
         server,
-        Role::Control,
-        None,
-        &[],
-        0,
-        options.quiet,
-        &options.client,
+        RunPlan {
+            role: Role::Control,
+            tool: None,
+            calls: &[],
+            first_index: 0,
+            quiet: options.quiet,
+            options: &options.client,
+        },
     )
     .await?)
 }

@@ -110,19 +110,29 @@ enum Wire {
 
 const MAX_EVENTS: usize = 100_000;
 
-/// Runs the server once. `first_index` numbers the calls globally across runs.
-pub(crate) async fn execute(
-    server: &Server,
-    role: Role,
-    tool: Option<&str>,
-    calls: &[PlannedCall],
-    first_index: usize,
-    quiet: Quiet,
-    options: &ClientOptions,
-) -> Result<RunOutput, SandboxError> {
+/// What one run does: its role, the tool and calls of a subject run, how calls are
+/// numbered across runs (`first_index`), and how long to wait and listen.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunPlan<'a> {
+    pub(crate) role: Role,
+    pub(crate) tool: Option<&'a str>,
+    pub(crate) calls: &'a [PlannedCall],
+    pub(crate) first_index: usize,
+    pub(crate) quiet: Quiet,
+    pub(crate) options: &'a ClientOptions,
+}
+
+/// Runs the server once.
+pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOutput, SandboxError> {
+    let RunPlan {
+        role,
+        tool,
+        options,
+        ..
+    } = plan;
     let (sandbox, http): (&Sandbox, _) = match server {
         Server::Remote(endpoint) => {
-            return Ok(remote(endpoint, role, tool, calls, first_index, quiet, options).await);
+            return Ok(remote(endpoint, plan).await);
         }
         Server::Stdio(sandbox) => (sandbox, None),
         Server::LaunchedHttp {
@@ -167,18 +177,7 @@ pub(crate) async fn execute(
         _ => None,
     };
     if let Some(wire) = wire {
-        converse(
-            Some(&running),
-            wire,
-            &log,
-            calls,
-            first_index,
-            quiet,
-            options,
-            &last_event,
-            &mut output,
-        )
-        .await;
+        converse(Some(&running), wire, &log, plan, &last_event, &mut output).await;
     }
     output.termination = running.termination();
     let stopped = running.stop()?;
@@ -234,34 +233,15 @@ pub(crate) async fn execute(
 }
 
 /// A run of a remote target: the conversation, recorded; no sandbox and no other sensor.
-async fn remote(
-    endpoint: &HttpEndpoint,
-    role: Role,
-    tool: Option<&str>,
-    calls: &[PlannedCall],
-    first_index: usize,
-    quiet: Quiet,
-    options: &ClientOptions,
-) -> RunOutput {
+async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>) -> RunOutput {
     let log = FrameLog::new(Instant::now());
-    let mut output = blank(target::remote_run_id(), role, tool, &log);
+    let mut output = blank(target::remote_run_id(), plan.role, plan.tool, &log);
     output.remote = true;
     output.fs_writes = Reading::Absent(target::REMOTE.into());
     output.fs_events = Reading::Absent(target::REMOTE.into());
     let wire = Wire::Http(endpoint.clone(), ServerOutput::default());
     let last_event = AtomicU64::new(0);
-    converse(
-        None,
-        wire,
-        &log,
-        calls,
-        first_index,
-        quiet,
-        options,
-        &last_event,
-        &mut output,
-    )
-    .await;
+    converse(None, wire, &log, plan, &last_event, &mut output).await;
     output.frames = log.drain();
     output.frame_stats = log.stats();
     output
@@ -294,18 +274,21 @@ fn blank(id: String, role: Role, tool: Option<&str>, log: &FrameLog) -> RunOutpu
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "one run's state, threaded once")]
 async fn converse(
     running: Option<&Running>,
     wire: Wire,
     log: &FrameLog,
-    calls: &[PlannedCall],
-    first_index: usize,
-    quiet: Quiet,
-    options: &ClientOptions,
+    plan: RunPlan<'_>,
     last_event: &AtomicU64,
     output: &mut RunOutput,
 ) {
+    let RunPlan {
+        calls,
+        first_index,
+        quiet,
+        options,
+        ..
+    } = plan;
     let connected = match wire {
         Wire::Pipes(streams) => McpSession::connect(streams, log.clone(), options.clone()).await,
         Wire::Http(endpoint, server_output) => {

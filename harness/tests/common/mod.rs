@@ -33,18 +33,20 @@ pub struct Probe {
 
 /// Runs `vac probe --json --out <tmp> EXTRA… -- COMMAND…`.
 pub fn probe(extra: &[&str], command: &[&str]) -> Probe {
+    let mut args = extra.to_vec();
+    args.push("--");
+    args.extend_from_slice(command);
+    probe_with(&args)
+}
+
+/// Runs `vac probe --json --out <tmp> ARGS…` (a remote target has no command).
+pub fn probe_with(args: &[&str]) -> Probe {
     let dir = tempfile::tempdir().unwrap();
     let receipts = dir.path().join("receipts");
-    let mut args: Vec<String> = vec![
-        "probe".into(),
-        "--json".into(),
-        "--out".into(),
-        receipts.display().to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args.push("--".into());
-    args.extend(command.iter().map(|s| s.to_string()));
-    let output = Command::new(VAC).args(&args).output().unwrap();
+    let out = receipts.display().to_string();
+    let mut all = vec!["probe", "--json", "--out", out.as_str()];
+    all.extend_from_slice(args);
+    let output = vac(&all);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
