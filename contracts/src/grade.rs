@@ -197,6 +197,19 @@ struct Context<'a> {
 impl Context<'_> {
     fn cell(&self, tool: &str, spec: &ClauseSpec, rule: &CompiledRule) -> Verdict {
         let basis = rule.basis.clone();
+        // A declaration that could not be read promises nothing knowable: say so, first.
+        let malformed: Vec<_> = self
+            .obs
+            .errors
+            .iter()
+            .filter(|e| e.kind == ErrorKind::MalformedTool && e.tool.as_deref() == Some(tool))
+            .collect();
+        if !malformed.is_empty() {
+            return Verdict::Errored {
+                reason: ErrorKind::MalformedTool,
+                evidence: json!({ "errors": malformed }),
+            };
+        }
         if rule.allowed.is_none() {
             return skipped(SkipReason::NothingPromised, json!({ "basis": basis }));
         }

@@ -105,6 +105,8 @@ pub enum ErrorKind {
     Protocol,
     /// A backing sensor ran but failed its self-test or missed events.
     SensorFailed,
+    /// The tool's tools/list entry is not a valid tool declaration (kept raw as evidence).
+    MalformedTool,
 }
 
 impl ErrorKind {
@@ -115,6 +117,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Protocol => "protocol_error",
             ErrorKind::SensorFailed => "sensor_failed",
+            ErrorKind::MalformedTool => "malformed_tool",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! command line: [`probe::probe`] audits one server and [`report`] renders the result.
 
 pub mod client;
+pub mod exit;
 pub mod fixture;
 pub mod probe;
 pub mod report;

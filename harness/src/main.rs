@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
 use vac_harness::client::HttpEndpoint;
-use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport, Target};
+use vac_harness::exit::Exit;
+use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport, ReplayError, Target};
 use vac_harness::{fixture, report};
 
 #[derive(Parser)]
@@ -155,10 +156,6 @@ enum Transport {
 /// Exit codes (README.md lists them): 0 no violation, 1 violation confirmed, 2 usage error
 /// (clap, or a contract that does not parse or name the server's tools), 3 could not run
 /// (sandbox failure or server not auditable), 4 receipt chain broken.
-const VIOLATION: u8 = 1;
-const USAGE: u8 = 2;
-const COULD_NOT_RUN: u8 = 3;
-const CHAIN_BROKEN: u8 = 4;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -173,7 +170,7 @@ fn main() -> ExitCode {
     };
     outcome.unwrap_or_else(|error| {
         eprintln!("vac: {error:#}");
-        ExitCode::from(COULD_NOT_RUN)
+        Exit::CouldNotRun.into()
     })
 }
 
@@ -192,7 +189,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             Ok(endpoint) => Target::RemoteHttp(endpoint),
             Err(error) => {
                 eprintln!("vac: --url: {error}");
-                return Ok(ExitCode::from(USAGE));
+                return Ok(Exit::Usage.into());
             }
         },
         (None, Some((port, path))) => Target::LaunchedHttp {
@@ -217,11 +214,11 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     match runtime()?.block_on(vac_harness::probe::probe(options)) {
         Ok(report) => {
             print_report(&report, args.json);
-            Ok(exit_code(&report))
+            Ok(Exit::of(&report).into())
         }
         Err(error @ ProbeError::Document(_)) => {
             eprintln!("vac: {error}");
-            Ok(ExitCode::from(USAGE))
+            Ok(Exit::Usage.into())
         }
         Err(error) => Err(anyhow::Error::new(error).context("probe failed")),
     }
@@ -243,29 +240,17 @@ fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let doc = match report::from_receipts(&args.dir) {
-        Ok(doc) => doc,
-        Err(error @ report::ReportError::Broken { .. }) => {
-            println!("{}: BROKEN: {error:#}", args.dir.display());
-            return Ok(ExitCode::from(CHAIN_BROKEN));
+    match vac_harness::probe::report(&args.dir) {
+        Ok(report) => {
+            print_report(&report, args.json);
+            Ok(Exit::of(&report).into())
         }
-        Err(error) => return Err(error.into()),
-    };
-    if args.json {
-        println!("{doc}");
-    } else {
-        println!("{}", report::table(&doc));
+        Err(error @ ReplayError::Broken { .. }) => {
+            println!("{}: BROKEN: {:#}", args.dir.display(), anyhow::Error::new(error));
+            Ok(Exit::Broken.into())
+        }
+        Err(error) => Err(anyhow::Error::new(error).context("cannot grade the receipts")),
     }
-    let violation = doc["verdicts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|v| v["verdict"] == "confirmed");
-    Ok(if violation {
-        ExitCode::from(VIOLATION)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -291,27 +276,44 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         print_report(&report, args.json);
         if report.failure.is_some() {
-            worst = ExitCode::from(COULD_NOT_RUN);
+            worst = Exit::CouldNotRun.into();
         }
     }
     Ok(worst)
 }
 
+/// The chain and blobs, then every verdict record re-derived from the recorded evidence.
 fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    match vac_receipts::verify(&args.dir, &vac_receipts::VerifyOptions::default()) {
-        Ok(report) => {
-            println!("{}: {report}", args.dir.display());
-            Ok(ExitCode::SUCCESS)
+    let dir = args.dir.display();
+    let chain = match vac_receipts::verify(&args.dir, &vac_receipts::VerifyOptions::default()) {
+        Ok(report) => report,
+        Err(error) => {
+            println!("{dir}: BROKEN: {error}");
+            return Ok(Exit::Broken.into());
+        }
+    };
+    match vac_harness::probe::check_verdicts(&args.dir) {
+        Ok(mismatches) if mismatches.is_empty() => {
+            println!("{dir}: {chain}; every verdict re-graded from the recorded evidence");
+            Ok(Exit::Clean.into())
+        }
+        Ok(mismatches) => {
+            for m in &mismatches {
+                let at = m.seq.map_or("missing record".to_string(), |s| format!("seq {s}"));
+                println!(
+                    "{dir}: MISMATCH: {at}: {} × {}: a verdict the evidence does not support: {}",
+                    m.tool, m.clause, m.detail
+                );
+            }
+            Ok(Exit::Broken.into())
         }
         Err(error) => {
-            println!("{}: BROKEN: {error}", args.dir.display());
-            Ok(ExitCode::from(CHAIN_BROKEN))
+            println!("{dir}: BROKEN: {:#}", anyhow::Error::new(error));
+            Ok(Exit::Broken.into())
         }
     }
 }
 
-/// `./server` means the host's `./server`: the host root is the sandbox's lower layer, so the
-/// absolute host path names the same file inside.
 fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
     if let Some(program) = command.first_mut() {
         let path = PathBuf::from(&*program);
@@ -330,16 +332,6 @@ fn print_report(report: &ProbeReport, json: bool) {
         println!("{doc}");
     } else {
         println!("{}", report::table(&doc));
-    }
-}
-
-fn exit_code(report: &ProbeReport) -> ExitCode {
-    if report.failure.is_some() {
-        ExitCode::from(COULD_NOT_RUN)
-    } else if report.violation() {
-        ExitCode::from(VIOLATION)
-    } else {
-        ExitCode::SUCCESS
     }
 }
 

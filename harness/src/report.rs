@@ -1,12 +1,10 @@
-//! Rendering a probe: the SPEC §5 JSON document, a short human table of it, and the same
-//! document regenerated from receipts alone.
+//! Rendering a probe: the SPEC §5 JSON document and a short human table of it. Both take a
+//! [`ProbeReport`], which is always graded from receipts (`vac probe` and `vac report`
+//! alike), so the two commands print the same bytes for the same directory.
 
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-
-use vac_receipts::{Body, ReceiptLog};
 
 use crate::probe::ProbeReport;
 
@@ -29,6 +27,7 @@ pub fn json(report: &ProbeReport) -> Value {
         "error": report.failure,
         "protocol_version": report.protocol_version,
         "tools": report.tools,
+        "manifest": report.manifest,
         "contract": report.contract,
         "verdicts": verdicts,
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
@@ -38,8 +37,7 @@ pub fn json(report: &ProbeReport) -> Value {
     })
 }
 
-/// A table of verdicts, the evidence one line each, from a probe's JSON document or one
-/// regenerated from receipts ([`from_receipts`]).
+/// A table of verdicts, the evidence one line each, from a probe's JSON document.
 pub fn table(doc: &Value) -> String {
     let text = |key: &str| doc[key].as_str().unwrap_or("?").to_string();
     let mut out = String::new();
@@ -73,66 +71,6 @@ pub fn table(doc: &Value) -> String {
         );
     }
     out
-}
-
-/// Why a report could not be regenerated from receipts.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error("the receipts in {dir} do not verify")]
-    Broken {
-        dir: PathBuf,
-        #[source]
-        source: vac_receipts::VerifyError,
-    },
-    #[error("cannot read the receipts in {dir}")]
-    Read {
-        dir: PathBuf,
-        #[source]
-        source: vac_receipts::ReadError,
-    },
-}
-
-/// The verdict document of a probe, regenerated from its receipts alone (after verifying
-/// them): the verdicts as recorded, graded against the contract the receipts hold.
-pub fn from_receipts(dir: &Path) -> Result<Value, ReportError> {
-    let verified =
-        vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|source| {
-            ReportError::Broken {
-                dir: dir.to_path_buf(),
-                source,
-            }
-        })?;
-    let read = |source| ReportError::Read {
-        dir: dir.to_path_buf(),
-        source,
-    };
-    let log = ReceiptLog::open(dir).map_err(read)?;
-    let (mut target, mut contract, mut verdicts) = (None, None, Vec::new());
-    for entry in log.entries().map_err(read)? {
-        match entry.map_err(read)?.record.body {
-            Body::RunStart(start) if target.is_none() => target = Some(start.target),
-            Body::Contract(c) => {
-                contract = Some(json!({"name": c.name, "blake3": c.blake3.to_hex()}))
-            }
-            Body::Verdict(v) => {
-                let mut evidence = v.evidence;
-                let graded_against = evidence.as_object_mut().and_then(|e| e.remove("contract"));
-                verdicts.push(
-                    json!({"tool": v.tool, "clause": v.clause, "verdict": v.verdict,
-                    "reason": v.reason, "evidence": evidence, "contract": graded_against}),
-                );
-            }
-            _ => {}
-        }
-    }
-    Ok(json!({
-        "target": target,
-        "contract": contract.as_ref().map(|c| c["blake3"].clone()),
-        "contract_name": contract.as_ref().map(|c| c["name"].clone()),
-        "verdicts": verdicts,
-        "receipts": dir,
-        "head": verified.head.to_hex(),
-    }))
 }
 
 fn one_line(cell: &Value) -> String {

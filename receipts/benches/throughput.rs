@@ -23,6 +23,7 @@ fn start() -> CampaignStart {
         vac_version: "bench".into(),
         host,
         config_hash: Digest::ZERO,
+        config: serde_json::Value::Null,
         seed: 0,
     }
 }

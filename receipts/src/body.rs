@@ -19,6 +19,10 @@ pub struct CampaignStart {
     /// blake3 of the campaign configuration's bytes.
     pub config_hash: Digest,
     pub seed: u64,
+    /// The full configuration those bytes hold, for readers that rerun or regrade; absent
+    /// in logs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub config: Value,
 }
 
 /// Facts about the host a campaign ran on.
@@ -141,6 +145,25 @@ pub struct Effect {
     pub target: String,
     pub detail: Value,
     /// Bytes backing the effect (content written, bytes sent).
+    pub payloads: Vec<Payload>,
+}
+
+/// The plan of what will run, written before the first call it plans (pre-registration):
+/// its shape belongs to the writer (vac's harness documents it), the log only keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub plan: Value,
+}
+
+/// One observation of a run, as its sensor or the client made it: a typed event whose
+/// vocabulary is the writer's (`type` names it), with the bytes it refers to as payloads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    pub run_id: String,
+    pub event: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub payloads: Vec<Payload>,
 }
 

@@ -3,7 +3,7 @@
 //!
 //! A receipt directory holds `receipts.jsonl` and `blobs/`. [`ReceiptWriter`]
 //! appends typed [`Record`]s (each a [`Body`]: campaign start, contract, run
-//! start/end, sandbox config, frame, self-test, effect, verdict) and closes the log
+//! start/end, sandbox config, plan, frame, event, self-test, effect, verdict) and closes the log
 //! with a [`Seal`], optionally signed with ed25519. [`ReceiptLog`] reads it back;
 //! [`verify`] recomputes the chain and every referenced blob and checks the seal,
 //! naming the first bad record in a [`VerifyError`]; [`recover`] returns the longest
@@ -35,8 +35,8 @@ mod writer;
 
 pub use blob::{BlobError, BlobStore};
 pub use body::{
-    CampaignStart, Contract, Direction, Effect, Frame, Host, Role, RunEnd, RunStart, RunStatus,
-    SandboxConfig, Seal, SelfTest, SensorStatus, Verdict, VerdictKind,
+    CampaignStart, Contract, Direction, Effect, Event, Frame, Host, Plan, Role, RunEnd, RunStart,
+    RunStatus, SandboxConfig, Seal, SelfTest, SensorStatus, Verdict, VerdictKind,
 };
 pub use chain::VerifyError;
 pub use digest::Digest;

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::body::{
-    CampaignStart, Contract, Effect, Frame, RunEnd, RunStart, SandboxConfig, Seal, SelfTest,
-    Verdict,
+    CampaignStart, Contract, Effect, Event, Frame, Plan, RunEnd, RunStart, SandboxConfig, Seal,
+    SelfTest, Verdict,
 };
 use crate::digest::Digest;
 use crate::payload::Payload;
@@ -51,9 +51,11 @@ pub enum Kind {
     Verdict,
     RunEnd,
     Seal,
+    Plan,
+    Event,
 }
 
-const KINDS: [(Kind, &str); 10] = [
+const KINDS: [(Kind, &str); 12] = [
     (Kind::CampaignStart, "campaign_start"),
     (Kind::Contract, "contract"),
     (Kind::RunStart, "run_start"),
@@ -64,6 +66,8 @@ const KINDS: [(Kind, &str); 10] = [
     (Kind::Verdict, "verdict"),
     (Kind::RunEnd, "run_end"),
     (Kind::Seal, "seal"),
+    (Kind::Plan, "plan"),
+    (Kind::Event, "event"),
 ];
 
 impl Kind {
@@ -97,6 +101,8 @@ pub enum Body {
     Verdict(Verdict),
     RunEnd(RunEnd),
     Seal(Seal),
+    Plan(Plan),
+    Event(Event),
 }
 
 impl Body {
@@ -113,6 +119,8 @@ impl Body {
             Body::Verdict(_) => Kind::Verdict,
             Body::RunEnd(_) => Kind::RunEnd,
             Body::Seal(_) => Kind::Seal,
+            Body::Plan(_) => Kind::Plan,
+            Body::Event(_) => Kind::Event,
         }
     }
 
@@ -121,6 +129,7 @@ impl Body {
         match self {
             Body::Frame(frame) => vec![&frame.bytes],
             Body::Effect(effect) => effect.payloads.iter().collect(),
+            Body::Event(event) => event.payloads.iter().collect(),
             _ => Vec::new(),
         }
     }
@@ -151,6 +160,8 @@ impl Body {
             Body::Verdict(b) => s.serialize_field("body", b),
             Body::RunEnd(b) => s.serialize_field("body", b),
             Body::Seal(b) => s.serialize_field("body", b),
+            Body::Plan(b) => s.serialize_field("body", b),
+            Body::Event(b) => s.serialize_field("body", b),
         }
     }
 
@@ -167,6 +178,8 @@ impl Body {
             Kind::Verdict => Body::Verdict(serde_json::from_str(text)?),
             Kind::RunEnd => Body::RunEnd(serde_json::from_str(text)?),
             Kind::Seal => Body::Seal(serde_json::from_str(text)?),
+            Kind::Plan => Body::Plan(serde_json::from_str(text)?),
+            Kind::Event => Body::Event(serde_json::from_str(text)?),
         })
     }
 }
@@ -356,6 +369,7 @@ mod tests {
             vac_version: "0".into(),
             host,
             config_hash: Digest::ZERO,
+            config: serde_json::Value::Null,
             seed: 1,
         };
         assert_eq!(Body::CampaignStart(start).defect(), None);

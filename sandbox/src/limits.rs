@@ -5,7 +5,7 @@ use std::time::Duration;
 /// What one run may consume. Every field is enforced by the kernel (cgroups, rlimits, the size
 /// of the upper layer's tmpfs) except `wall_clock`, which the parent enforces by killing the
 /// run's pid namespace.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Limits {
     /// Memory of every process of the run together (cgroup memory controller).
     pub memory_bytes: u64,

@@ -25,8 +25,29 @@ pub struct ToolList {
     pub complete: bool,
 }
 
+impl ToolList {
+    /// The list as recorded: the exact JSON of every tool, re-read as rmcp reads it.
+    pub fn from_raw(raw: Value, malformed: Vec<usize>, pages: u32, complete: bool) -> ToolList {
+        let tools = raw
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !malformed.contains(i))
+            .filter_map(|(_, tool)| serde_json::from_value::<Tool>(tool.clone()).ok())
+            .collect();
+        ToolList {
+            tools,
+            raw,
+            malformed,
+            pages,
+            complete,
+        }
+    }
+}
+
 /// One `tools/call` and what came of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CallOutcome {
     /// The JSON-RPC id, to find the call's frames.
     pub request_id: Value,

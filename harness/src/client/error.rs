@@ -82,7 +82,8 @@ pub enum ClientError {
 }
 
 /// Why a tool call has no (valid) result. The session survives all of these.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CallError {
     /// A JSON-RPC error response (a tool-level `isError` result is not a `CallError`).
     #[error("json-rpc error {code}: {message}")]

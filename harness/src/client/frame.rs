@@ -34,7 +34,7 @@ pub struct Frame {
 }
 
 /// Counters for what the log could not keep: nothing is lost without being counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameLogStats {
     /// Frames recorded so far (kept or dropped).
     pub frames_seen: u64,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Caps and timeouts of one session (SPEC §3.2 limits).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ClientOptions {
     /// Longest line kept from the server's stdout, newline included. A longer line is
     /// recorded truncated and fails the session.

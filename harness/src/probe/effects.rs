@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass};
-use vac_sandbox::{FsChange, FsEvent, FsEventKind, NodeKind, Stopped};
+use vac_sandbox::{FsChange, FsEventKind, NodeKind, Stopped};
 
+use super::event::LabEvent;
 use super::run::CallRecord;
 
 /// Bytes of a written file kept as evidence (the excerpt in reports is shorter).
@@ -68,7 +69,7 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
 }
 
 /// Stamps each change with the times of the lab events that wrote its path.
-pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[FsEvent]) {
+pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
     for observed in changes {
         let path = observed.change.path();
         observed.writes = events
@@ -76,7 +77,7 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[FsEvent]) {
             .filter(|e| {
                 e.path == path && !matches!(e.kind, FsEventKind::Open | FsEventKind::CloseNoWrite)
             })
-            .map(|e| e.since_start)
+            .map(LabEvent::at)
             .take(MAX_WRITES)
             .collect();
     }
@@ -341,14 +342,6 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-/// The class's name as the contracts write it (`created`, `modified`, …).
-pub(crate) fn class_name(class: EffectClass) -> String {
-    serde_json::to_value(class)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Lab files a subject run read (closed after a read-only open), one effect per file and

@@ -8,11 +8,13 @@
 //! [`ProbeReport`].
 
 mod effects;
+mod event;
 mod observe;
 mod plan;
 mod plants;
 mod protocol;
 mod record;
+mod replay;
 mod run;
 mod sensed;
 mod shown;
@@ -25,15 +27,18 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vac_contracts::{
     Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
-    grade, graded_clauses, render,
+    graded_clauses, render,
 };
 use vac_sandbox::{Limits, Sandbox, SandboxError};
 
+pub use event::EventError;
 pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
+pub use replay::{ReplayError, VerdictMismatch, check_verdicts, report};
 pub use run::Quiet;
 pub use target::Target;
 
 use crate::client::ClientOptions;
+use plan::{MalformedTool, PlannedRun, ProbePlan};
 use record::Recorder;
 use run::{Role, RunOutput, RunPlan};
 use target::Server;
@@ -99,32 +104,31 @@ pub enum ProbeError {
         #[source]
         source: vac_receipts::WriteError,
     },
-    #[error("the receipts just written in {dir} do not verify")]
-    Unverifiable {
-        dir: PathBuf,
-        #[source]
-        source: vac_receipts::VerifyError,
-    },
     #[error(transparent)]
     Document(#[from] vac_contracts::ContractError),
     #[error("the server could not be audited: {detail}")]
     NoManifest { detail: String },
     #[error("the contract does not compile")]
     Contract(#[from] vac_contracts::CompileError),
-    #[error("grading failed")]
-    Grade(#[from] vac_contracts::GradeError),
+    #[error("grading the receipts failed")]
+    Replay(#[from] ReplayError),
+    #[error("the system's random number generator failed: {0}")]
+    Nonce(String),
 }
 
-/// What a probe found.
+/// What a probe found: graded from its receipts alone ([`replay`]).
 #[derive(Debug)]
 pub struct ProbeReport {
     pub target: String,
+    /// The receipt directory, absolute.
     pub receipts: PathBuf,
     pub head: String,
     /// blake3 of the pre-registered contract; empty when no manifest was obtained.
     pub contract: String,
     pub protocol_version: Option<String>,
     pub tools: usize,
+    /// The manifest's pages, whether it was complete, how many entries were malformed.
+    pub manifest: Option<Value>,
     /// Why the server could not be audited at all (no manifest), if so.
     pub failure: Option<String>,
     pub grades: Option<Grades>,
@@ -140,7 +144,12 @@ impl ProbeReport {
     }
 }
 
-/// Audits one server.
+/// The contract record's name when the contract was derived from the annotations.
+pub(crate) const DERIVED: &str = "derived from annotations";
+
+/// Audits one server: control run, contract and plan pre-registered, subject runs, each
+/// recorded as it ends; then the verdicts graded from the receipts just written, recorded,
+/// and the log sealed. The report is graded from the sealed receipts, as `vac report` does.
 pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     // A bad contract is reported before anything runs.
     let document = match &options.contract {
@@ -151,54 +160,38 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         None => None,
     };
     let target = options.target.describe();
-    let nonce = nonce();
+    let nonce = nonce()?;
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool,
-        "quiet_ms": options.quiet.max.as_millis() as u64, "isolation": "per-tool",
-        "contract": options.contract.as_ref().map(|c| &c.name)});
+        "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
+        "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
+        "client": options.client, "limits": options.limits});
+    let dir = options.out_dir.as_path();
     let receipts = |source| ProbeError::Receipts {
-        dir: options.out_dir.clone(),
+        dir: dir.to_path_buf(),
         source,
     };
-    let mut recorder =
-        Recorder::create(&options.out_dir, &config, options.seed).map_err(receipts)?;
+    let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
 
     let planted = plants::plant(&nonce);
-    let view = planted.lab.view();
     let server = server(&options, &planted)?;
-    let sandbox_config = json!({"lab": view.root(), "planted": [plants::NOTE], "trap": plants::TRAP,
-        "canaries": planted.canaries.iter().map(|c| json!({"name": c.name, "path": c.path})).collect::<Vec<_>>(),
-        "limits": format!("{:?}", options.limits)});
+    let run_config = |calls: &[PlannedCall], first_index: usize| {
+        json!({"lab": planted.record, "planted": [plants::NOTE], "trap": plants::TRAP,
+            "env": planted.env.0, "limits": options.limits,
+            "quiet": config["quiet"], "client": config["client"],
+            "first_index": first_index, "calls": calls.len()})
+    };
 
     let control = control_run(&server, &options).await?;
     recorder
-        .run(&control, &target, sandbox_config.clone())
+        .run(&control, &target, run_config(&[], 0))
         .map_err(receipts)?;
-    let mut report = ProbeReport {
-        target: target.clone(),
-        receipts: options.out_dir.clone(),
-        head: String::new(),
-        contract: String::new(),
-        protocol_version: control.protocol_version.clone(),
-        tools: 0,
-        failure: None,
-        grades: None,
-        runs: vec![summary(&control)],
+    let Some((decls, malformed)) = manifest(&control) else {
+        recorder.seal().map_err(receipts)?;
+        return Ok(replay::report(dir)?);
     };
-    let Some(decls) = manifest(&control) else {
-        let why = control
-            .failure
-            .as_ref()
-            .map_or("the server returned no tools/list".into(), |f| {
-                f.detail.clone()
-            });
-        report.failure = Some(why);
-        report.head = seal(recorder, &options.out_dir)?;
-        return Ok(report);
-    };
-    report.tools = decls.len();
 
     // Pre-registration: the contract's bytes go into the receipts before the first call.
-    let lab_paths = LabPaths::at(&view.root().display().to_string());
+    let lab_paths = LabPaths::at(&planted.record.root.display().to_string());
     let (contract, name, text) = match (&document, &options.contract) {
         (Some(document), Some(source)) => (
             document.resolve(&decls, &lab_paths)?,
@@ -208,20 +201,91 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         _ => {
             let derived = derive(&decls);
             let text = render(&derived, &server_identity(&control));
-            (derived, "derived from annotations".to_string(), text)
+            (derived, DERIVED.to_string(), text)
         }
     };
-    let compiled = contract.compile()?;
+    contract.compile()?;
+    let contract_hash = recorder.contract(&name, &text).map_err(receipts)?;
+    let plan = plan_probe(
+        &options,
+        &planted,
+        &decls,
+        malformed,
+        &contract,
+        contract_hash,
+    );
+    recorder.plan(&plan).map_err(receipts)?;
+
+    for planned in plan.runs.iter().filter(|r| r.role == Role::Subject) {
+        let subject = run::execute(
+            &server,
+            RunPlan {
+                role: Role::Subject,
+                tool: planned.tool.as_deref(),
+                calls: &planned.calls,
+                first_index: planned.first_index,
+                quiet: options.quiet,
+                options: &options.client,
+            },
+        )
+        .await?;
+        recorder
+            .run(
+                &subject,
+                &target,
+                run_config(&planned.calls, planned.first_index),
+            )
+            .map_err(receipts)?;
+    }
+    // One grading path: the verdicts come from the receipts as written, never from memory.
+    let recorded = replay::read(dir)?;
+    let graded = replay::grade(&recorded, dir, String::new())?;
+    if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
+        recorder
+            .verdicts(&last.id, grades, &graded.contract)
+            .map_err(receipts)?;
+    }
+    recorder.seal().map_err(receipts)?;
+    Ok(replay::report(dir)?)
+}
+
+/// How runs are isolated (SPEC §3.4): each restricted tool in a sandbox of its own.
+const ISOLATION: &str = "per-tool";
+
+/// The plan: a subject run per tool whose contract restricts something, with its calls
+/// (the protocol witness's reads added for tools whose writes are restricted); every
+/// other tool with the reason it is not called.
+fn plan_probe(
+    options: &ProbeOptions,
+    planted: &plants::Planted,
+    decls: &[ToolDecl],
+    malformed: Vec<MalformedTool>,
+    contract: &vac_contracts::Contract,
+    contract_hash: String,
+) -> ProbePlan {
     let mut plants = planted.plants.clone();
     if !contract.scope.is_empty() {
-        plants.escapes = plants::escapes(&planted);
+        plants.escapes = plants::escapes(planted);
     }
-    report.contract = recorder.contract(&name, &text).map_err(receipts)?;
-
-    let mut observation = observe::start(&control, &planted);
+    let mut plan = ProbePlan {
+        target: options.target.describe(),
+        isolation: ISOLATION.into(),
+        contract: contract_hash,
+        lab: planted.record.clone(),
+        runs: vec![PlannedRun {
+            role: Role::Control,
+            tool: None,
+            first_index: 0,
+            calls: Vec::new(),
+        }],
+        not_called: Vec::new(),
+        malformed,
+    };
     let mut next_index = 0;
-    let mut last_run = control.id.clone();
     for (ordinal, decl) in decls.iter().enumerate() {
+        if plan.malformed.iter().any(|m| m.name == decl.name) {
+            continue;
+        }
         let Some(rules) = contract.tools.iter().find(|t| t.tool == decl.name) else {
             continue;
         };
@@ -232,14 +296,12 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
                 .any(|r| clause.is_none_or(|c| r.clause == c) && r.rule != Rule::NothingPromised)
         };
         if rules.call == Some(false) {
-            observation
-                .not_called
+            plan.not_called
                 .push((decl.name.clone(), SkipReason::NotCalled));
             continue;
         }
         if !restricted(None) {
-            observation
-                .not_called
+            plan.not_called
                 .push((decl.name.clone(), SkipReason::NothingPromised));
             continue;
         }
@@ -256,42 +318,25 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             let paths = plants.witness_paths(ordinal);
             calls.extend(plan_witness(&decl.name, &decl.input_schema, &plants, paths));
         }
-        let subject = run::execute(
-            &server,
-            RunPlan {
-                role: Role::Subject,
-                tool: Some(&decl.name),
-                calls: &calls,
-                first_index: next_index,
-                quiet: options.quiet,
-                options: &options.client,
-            },
-        )
-        .await?;
+        let first_index = next_index;
         next_index += calls.len();
-        recorder
-            .run(&subject, &target, sandbox_config.clone())
-            .map_err(receipts)?;
-        observe::add(&mut observation, &subject, &control, &planted);
-        report.runs.push(summary(&subject));
-        last_run = subject.id.clone();
+        plan.runs.push(PlannedRun {
+            role: Role::Subject,
+            tool: Some(decl.name.clone()),
+            first_index,
+            calls,
+        });
     }
-    let grades = grade(&compiled, &observation)?;
-    recorder
-        .verdicts(&last_run, &grades, &report.contract)
-        .map_err(receipts)?;
-    report.grades = Some(grades);
-    report.head = seal(recorder, &options.out_dir)?;
-    Ok(report)
+    plan
 }
 
 /// `vac contract derive`: a control run only, and the contract its tools' annotations
 /// imply, written as a document for the researcher to edit before the real run.
 pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
-    let planted = plants::plant(&nonce());
+    let planted = plants::plant(&nonce()?);
     let server = server(options, &planted)?;
     let control = control_run(&server, options).await?;
-    let Some(decls) = manifest(&control) else {
+    let Some((decls, _)) = manifest(&control) else {
         let detail = control
             .failure
             .map_or("the server returned no tools/list".into(), |f| f.detail);
@@ -354,17 +399,33 @@ fn checked(document: ContractDocument) -> Result<ContractDocument, ProbeError> {
     Ok(document)
 }
 
-/// The tools the control run listed, if it got that far.
-fn manifest(control: &RunOutput) -> Option<Vec<ToolDecl>> {
+/// The tools the control run listed, if it got that far: every entry, in manifest order.
+/// An entry that is not a valid declaration stays, as a placeholder whose cells error
+/// `malformed_tool`, and is listed with its raw JSON and the parse error.
+fn manifest(control: &RunOutput) -> Option<(Vec<ToolDecl>, Vec<MalformedTool>)> {
     if control.failure.is_some() {
         return None;
     }
     let raw = control.tools.as_ref()?.raw.as_array()?;
-    Some(
-        raw.iter()
-            .filter_map(|t| serde_json::from_value::<ToolDecl>(t.clone()).ok())
-            .collect(),
-    )
+    let (mut decls, mut malformed) = (Vec::new(), Vec::new());
+    for (index, entry) in raw.iter().enumerate() {
+        match serde_json::from_value::<ToolDecl>(entry.clone()) {
+            Ok(decl) => decls.push(decl),
+            Err(error) => {
+                let name = entry["name"]
+                    .as_str()
+                    .map_or_else(|| format!("#{index}"), str::to_string);
+                decls.extend(replay::placeholder(&name));
+                malformed.push(MalformedTool {
+                    index,
+                    name,
+                    error: error.to_string(),
+                    raw: entry.clone(),
+                });
+            }
+        }
+    }
+    Some((decls, malformed))
 }
 
 fn server_identity(control: &RunOutput) -> ServerIdentity {
@@ -378,22 +439,7 @@ fn server_identity(control: &RunOutput) -> ServerIdentity {
     }
 }
 
-/// Seals the log and reads it back: the head a later `vac verify` will print.
-fn seal(recorder: Recorder, dir: &std::path::Path) -> Result<String, ProbeError> {
-    recorder.seal().map_err(|source| ProbeError::Receipts {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
-    let verified =
-        vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|source| {
-            ProbeError::Unverifiable {
-                dir: dir.to_path_buf(),
-                source,
-            }
-        })?;
-    Ok(verified.head.to_hex())
-}
-
+/// One run in a report's `runs` list.
 fn summary(output: &RunOutput) -> Value {
     json!({
         "run": output.id,
@@ -407,10 +453,12 @@ fn summary(output: &RunOutput) -> Value {
     })
 }
 
-fn nonce() -> String {
+/// The probe's unique token part; without the system's generator there is no probe, since
+/// predictable canaries could be planted by the server itself.
+fn nonce() -> Result<String, ProbeError> {
     let mut bytes = [0u8; 6];
-    let _ = getrandom::fill(&mut bytes);
-    hex::encode(bytes)
+    getrandom::fill(&mut bytes).map_err(|e| ProbeError::Nonce(e.to_string()))?;
+    Ok(hex::encode(bytes))
 }
 
 /// The clauses graded today, for reports.

@@ -6,13 +6,12 @@ use serde_json::{Value, json};
 use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStatus};
 
 use super::effects;
-use super::plants::Planted;
+use super::plants::LabRecord;
 use super::run::{Reading, RunOutput};
-use super::target::REMOTE;
 use super::{sensed, shown, witness};
 
 /// An observation holding the control run's sensors and the planted canaries.
-pub(crate) fn start(control: &RunOutput, planted: &Planted) -> Observation {
+pub(crate) fn start(control: &RunOutput, planted: &LabRecord) -> Observation {
     let mut observation = Observation {
         canaries: planted
             .canary_paths()
@@ -30,7 +29,7 @@ pub(crate) fn add(
     observation: &mut Observation,
     subject: &RunOutput,
     control: &RunOutput,
-    planted: &Planted,
+    planted: &LabRecord,
 ) {
     for call in &subject.calls {
         let (ok, error) = match &call.outcome {
@@ -57,24 +56,14 @@ pub(crate) fn add(
     }
     let canaries = planted.canary_paths();
     observation.effects.extend(effects::reads(
-        &subject.reads,
+        &subject.reads(),
         &subject.calls,
         &canaries,
         &subject.id,
     ));
     let tokens = planted.tokens();
-    let execs = |run: &RunOutput| {
-        run.processes
-            .as_ref()
-            .map(sensed::execs)
-            .unwrap_or_default()
-    };
-    let network = |run: &RunOutput| {
-        run.network
-            .as_ref()
-            .map(|log| sensed::network(log, &tokens))
-            .unwrap_or_default()
-    };
+    let execs = |run: &RunOutput| sensed::execs(&run.execs);
+    let network = |run: &RunOutput| sensed::network(&run.net, &tokens);
     observation.effects.extend(sensed::effects(
         &execs(subject),
         &execs(control),
@@ -102,8 +91,7 @@ pub(crate) fn add(
         .extend(shown::effects(subject, control, planted));
     // A contained server's working directory is the lab's: the flip's path as the globs
     // see it. A remote server's is unknown: the path stays as it was named.
-    let work = planted.lab.view().work();
-    let cwd = (!subject.remote).then_some(work.as_path());
+    let cwd = (!subject.remote).then_some(planted.work.as_path());
     if let Some(found) = witness::assess(&subject.calls, &subject.id, cwd) {
         observation.sensors.push(found.status);
         observation.effects.extend(found.effect);
@@ -132,66 +120,55 @@ pub(crate) fn add(
 }
 
 fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
-    let live = [
-        (Sensor::FsWrites, &output.fs_writes),
-        (Sensor::FsEvents, &output.fs_events),
+    let (procs_dropped, net_dropped) = sensed::dropped(&output.lost);
+    let readings = &output.sensors;
+    let mut statuses: Vec<SensorStatus> = [
+        (Sensor::FsWrites, &readings.fs_writes, Value::Null),
+        (Sensor::FsEvents, &readings.fs_events, Value::Null),
+        (Sensor::Processes, &readings.processes, procs_dropped),
+        (Sensor::Network, &readings.network, net_dropped),
     ]
     .into_iter()
-    .map(|(sensor, reading)| {
-        let (status, detail) = match reading {
-            Reading::Live(detail) => (SensorState::Live, detail.clone()),
-            Reading::Blind(reason) => (
-                SensorState::Blind {
-                    reason: reason.clone(),
-                },
-                reason.clone(),
-            ),
-            Reading::Absent(reason) => (SensorState::CapabilityAbsent, reason.clone()),
-        };
+    .map(|(sensor, reading, dropped)| {
+        let (status, detail) = state(reading);
+        let mut detail = json!({"run": output.id, "self_test": detail});
+        if matches!(sensor, Sensor::Processes | Sensor::Network) {
+            detail["dropped"] = dropped;
+        }
         SensorStatus {
             sensor,
             status,
-            detail: json!({"run": output.id, "self_test": detail}),
+            detail,
             tool: None,
         }
-    });
-    let (procs_dropped, net_dropped) =
-        sensed::dropped(output.processes.as_ref(), output.network.as_ref());
-    let logged = [
-        (
-            Sensor::Processes,
-            sensed::process_state(output.processes.as_ref()),
-            procs_dropped,
-        ),
-        (
-            Sensor::Network,
-            sensed::network_state(output.network.as_ref()),
-            net_dropped,
-        ),
-    ]
-    .into_iter()
-    .map(|(sensor, state, dropped)| match output.remote {
-        true => (
-            sensor,
-            (SensorState::CapabilityAbsent, REMOTE.to_string()),
-            dropped,
-        ),
-        false => (sensor, state, dropped),
     })
-    .map(|(sensor, (status, detail), dropped)| SensorStatus {
-        sensor,
-        status,
-        detail: json!({"run": output.id, "self_test": detail, "dropped": dropped}),
-        tool: None,
-    });
+    .collect();
     let (status, detail) = shown::protocol_state(output);
-    let protocol = SensorStatus {
+    statuses.push(SensorStatus {
         sensor: Sensor::Protocol,
         status,
         detail,
         tool: None,
-    };
-    live.chain(logged)
-        .chain(std::iter::once(protocol))
-        .collect()
+    });
+    statuses
+}
+
+/// A recorded self-test as the contracts' sensor state, and its detail.
+fn state(reading: &Reading) -> (SensorState, String) {
+    match reading {
+        Reading::Live(detail) => (SensorState::Live, detail.clone()),
+        Reading::Blind(reason) => (
+            SensorState::Blind {
+                reason: reason.clone(),
+            },
+            reason.clone(),
+        ),
+        Reading::Absent(reason) => (SensorState::CapabilityAbsent, reason.clone()),
+        Reading::Failed(reason) => (
+            SensorState::Failed {
+                reason: reason.clone(),
+            },
+            reason.clone(),
+        ),
+    }
 }

@@ -8,6 +8,46 @@
 
 use serde_json::{Map, Value};
 
+/// What a probe will do, computed before its first tool call and recorded right after the
+/// contract (pre-registration of the plan): the target, the lab as grading needs it, and
+/// every run with its calls and their purpose. Grading reads the lab and the tools not
+/// called from here, never from the live probe.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ProbePlan {
+    pub(crate) target: String,
+    /// `per-tool`: each restricted tool in a sandbox of its own.
+    pub(crate) isolation: String,
+    /// blake3 of the pre-registered contract.
+    pub(crate) contract: String,
+    pub(crate) lab: super::plants::LabRecord,
+    pub(crate) runs: Vec<PlannedRun>,
+    /// Tools the plan does not call, and why.
+    pub(crate) not_called: Vec<(String, vac_contracts::SkipReason)>,
+    /// tools/list entries that are not valid tool declarations.
+    pub(crate) malformed: Vec<MalformedTool>,
+}
+
+/// One run of the plan.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct PlannedRun {
+    pub(crate) role: super::run::Role,
+    pub(crate) tool: Option<String>,
+    /// The index the run's first call gets; indices are unique across the probe.
+    pub(crate) first_index: usize,
+    pub(crate) calls: Vec<PlannedCall>,
+}
+
+/// A tools/list entry that does not deserialise as a tool: kept, never silently dropped.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct MalformedTool {
+    /// Its position in the manifest.
+    pub(crate) index: usize,
+    /// Its `name` when it has a string one, else `#<index>`.
+    pub(crate) name: String,
+    pub(crate) error: String,
+    pub(crate) raw: Value,
+}
+
 /// Files the lab holds for read tools, as the server sees them.
 #[derive(Debug, Clone)]
 pub struct Plants {
@@ -25,7 +65,7 @@ pub struct Plants {
 }
 
 /// One call the probe will make.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlannedCall {
     pub tool: String,
     pub arguments: Map<String, Value>,
@@ -37,7 +77,8 @@ pub struct PlannedCall {
 
 /// Why a call is made. The witness's two identical flip reads are not `repeat_of` each
 /// other: `idempotent` grades repeats, and the witness is a write witness, not a clause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Purpose {
     /// A call of the ordinary plan.
     #[default]

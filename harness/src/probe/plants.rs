@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use vac_sandbox::Lab;
 
 use super::plan::Plants;
@@ -14,10 +15,10 @@ const NOTE_TEXT: &str = "# Welcome\n\nThis note was planted by vac for read tool
 pub(crate) const TRAP: &str = "notes/archive";
 
 /// One planted secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Canary {
     /// What it imitates (`ssh_key`, `aws_credentials`, `dotenv`, `env_var`).
-    pub(crate) name: &'static str,
+    pub(crate) name: String,
     /// Where it lives in the sandbox's view; `None` for the environment variable.
     pub(crate) path: Option<PathBuf>,
     /// The token that must never be read or come back.
@@ -29,12 +30,24 @@ pub(crate) struct Canary {
 pub(crate) struct Planted {
     pub(crate) lab: Lab,
     pub(crate) plants: Plants,
-    pub(crate) canaries: Vec<Canary>,
+    pub(crate) record: LabRecord,
     /// The environment variable that holds a canary.
     pub(crate) env: (String, String),
 }
 
-impl Planted {
+/// What grading needs to know of the lab, as the plan records it: where the server's
+/// working directory and HOME are in its view, and every canary with its token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LabRecord {
+    pub(crate) root: PathBuf,
+    pub(crate) work: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) note: String,
+    pub(crate) trap: String,
+    pub(crate) canaries: Vec<Canary>,
+}
+
+impl LabRecord {
     /// Where the canary files are, in the sandbox's view.
     pub(crate) fn canary_paths(&self) -> Vec<PathBuf> {
         self.canaries
@@ -52,7 +65,7 @@ impl Planted {
 /// Paths a scoped tool must refuse: out of the notes by `..`, absolutely, and through the
 /// symlink trap, each ending at a canary.
 pub(crate) fn escapes(planted: &Planted) -> Vec<String> {
-    let home = planted.lab.view().home();
+    let home = &planted.record.home;
     vec![
         "notes/../.env".to_string(),
         home.join(".ssh/id_rsa").display().to_string(),
@@ -92,7 +105,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     let mut canaries = Vec::new();
     for (name, path, content, token) in files {
         canaries.push(Canary {
-            name,
+            name: name.to_string(),
             path: Some(view.root().join(path)),
             token,
         });
@@ -100,7 +113,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     }
     let env = ("VAC_CANARY_TOKEN".to_string(), token("envvar"));
     canaries.push(Canary {
-        name: "env_var",
+        name: "env_var".to_string(),
         path: None,
         token: env.1.clone(),
     });
@@ -111,10 +124,18 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         canary: format!("vac-canary-arg-{nonce}"),
         escapes: Vec::new(),
     };
+    let record = LabRecord {
+        root: view.root().to_path_buf(),
+        work: view.work(),
+        home: view.home(),
+        note: NOTE.into(),
+        trap: TRAP.into(),
+        canaries,
+    };
     Planted {
         lab,
         plants,
-        canaries,
+        record,
         env,
     }
 }
@@ -126,18 +147,18 @@ mod tests {
     #[test]
     fn every_canary_has_a_unique_token_that_names_the_nonce() {
         let planted = plant("abc123");
-        assert_eq!(planted.canaries.len(), 4);
-        for canary in &planted.canaries {
+        assert_eq!(planted.record.canaries.len(), 4);
+        for canary in &planted.record.canaries {
             assert!(
                 canary.token.starts_with("vac-canary-") && canary.token.ends_with("-abc123"),
                 "{canary:?}"
             );
         }
-        let mut tokens: Vec<&str> = planted.canaries.iter().map(|c| c.token.as_str()).collect();
+        let mut tokens: Vec<&str> = planted.record.canaries.iter().map(|c| c.token.as_str()).collect();
         tokens.dedup();
         assert_eq!(tokens.len(), 4);
         assert_eq!(
-            planted.canaries[0].path.as_deref(),
+            planted.record.canaries[0].path.as_deref(),
             Some(std::path::Path::new("/lab/home/.ssh/id_rsa"))
         );
     }

@@ -5,13 +5,14 @@ use std::path::Path;
 use serde_json::{Value, json};
 use vac_contracts::{Grades, Verdict as Graded};
 use vac_receipts::{
-    Body, CampaignStart, Contract, Digest, Direction, Effect, Frame, Host, ReceiptWriter, Role,
-    RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict, VerdictKind,
-    WriteError, WriterOptions,
+    Body, CampaignStart, Contract, Digest, Direction, Event, Frame, Host, Plan, ReceiptWriter,
+    Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict,
+    VerdictKind, WriteError, WriterOptions,
 };
 
+use super::event;
+use super::plan::ProbePlan;
 use super::run::{self, Reading, RunOutput};
-use super::{effects, witness};
 use crate::client::Direction as FrameDirection;
 
 /// A receipt log being written for one probe.
@@ -21,7 +22,7 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Creates `dir` and writes the campaign start (configuration hash and seed).
+    /// Creates `dir` and writes the campaign start (the configuration, its hash, the seed).
     pub(crate) fn create(dir: &Path, config: &Value, seed: u64) -> Result<Recorder, WriteError> {
         let uname = nix::sys::utsname::uname().ok();
         let host = Host {
@@ -39,6 +40,7 @@ impl Recorder {
             host,
             config_hash: Digest::of(config.to_string().as_bytes()),
             seed,
+            config: config.clone(),
         };
         let writer = ReceiptWriter::create(dir, WriterOptions::default(), start)?;
         Ok(Recorder { writer })
@@ -52,12 +54,22 @@ impl Recorder {
         Ok(hash)
     }
 
-    /// One run: start, sandbox configuration, every frame, self-tests, raw effects, end.
+    /// Pre-registers the plan (after the contract, before the first subject run).
+    pub(crate) fn plan(&mut self, plan: &ProbePlan) -> Result<(), WriteError> {
+        let plan = serde_json::to_value(plan).map_err(|source| WriteError::Refused {
+            seq: self.writer.next_seq(),
+            detail: format!("the plan does not serialise: {source}"),
+        })?;
+        self.writer.append(Body::Plan(Plan { plan }))?;
+        Ok(())
+    }
+
+    /// One run: start, configuration, every frame, every event, the sensors' self-tests, end.
     pub(crate) fn run(
         &mut self,
         output: &RunOutput,
         target: &str,
-        sandbox: Value,
+        config: Value,
     ) -> Result<(), WriteError> {
         let run_id = output.id.clone();
         let role = match output.role {
@@ -70,7 +82,7 @@ impl Recorder {
             role,
             repetition: 0,
         }))?;
-        let config = json!({"sandbox": sandbox, "tool": output.tool, "protocol_version": output.protocol_version});
+        let config = json!({"run": config, "tool": output.tool});
         self.writer.append(Body::SandboxConfig(SandboxConfig {
             run_id: run_id.clone(),
             config,
@@ -89,47 +101,33 @@ impl Recorder {
                 bytes,
             }))?;
         }
-        for (sensor, reading) in [
-            ("fs_writes", &output.fs_writes),
-            ("fs_events", &output.fs_events),
-        ] {
+        for (event, bytes) in event::events(output) {
+            let payloads = bytes
+                .iter()
+                .map(|b| self.writer.payload(b))
+                .collect::<Result<Vec<_>, _>>()?;
+            let event = serde_json::to_value(&event).map_err(|source| WriteError::Refused {
+                seq: self.writer.next_seq(),
+                detail: format!("an event does not serialise: {source}"),
+            })?;
+            self.writer.append(Body::Event(Event {
+                run_id: run_id.clone(),
+                event,
+                payloads,
+            }))?;
+        }
+        for (sensor, reading) in output.sensors.named() {
             let (status, detail) = match reading {
                 Reading::Live(detail) => (SensorStatus::Live, detail.clone()),
                 Reading::Blind(detail) => (SensorStatus::Blind, detail.clone()),
                 Reading::Absent(detail) => (SensorStatus::CapabilityAbsent, detail.clone()),
+                Reading::Failed(detail) => (SensorStatus::Failed, detail.clone()),
             };
             self.writer.append(Body::SelfTest(SelfTest {
                 run_id: run_id.clone(),
                 sensor: sensor.into(),
                 status,
                 detail,
-            }))?;
-        }
-        if let Some(found) = witness::assess(&output.calls, &run_id, None) {
-            let status = match found.status.status {
-                vac_contracts::SensorState::Live => SensorStatus::Live,
-                _ => SensorStatus::Failed,
-            };
-            self.writer.append(Body::SelfTest(SelfTest {
-                run_id: run_id.clone(),
-                sensor: "protocol_witness".into(),
-                status,
-                detail: found.status.detail.to_string(),
-            }))?;
-        }
-        for observed in &output.changes {
-            let payloads = match &observed.content {
-                Some(content) => vec![self.writer.payload(content)?],
-                None => Vec::new(),
-            };
-            self.writer.append(Body::Effect(Effect {
-                run_id: run_id.clone(),
-                call: None,
-                sensor: "fs_writes".into(),
-                class: effects::class_name(effects::class(&observed.change)),
-                target: observed.change.path().display().to_string(),
-                detail: effects::detail(observed, None),
-                payloads,
             }))?;
         }
         let (status, detail) = match &output.failure {
@@ -160,23 +158,8 @@ impl Recorder {
         grades: &Grades,
         contract: &str,
     ) -> Result<(), WriteError> {
-        for cell in &grades.cells {
-            let verdict = match cell.verdict {
-                Graded::Confirmed { .. } => VerdictKind::Confirmed,
-                Graded::Refuted { .. } => VerdictKind::Refuted,
-                Graded::Skipped { .. } => VerdictKind::Skipped,
-                Graded::Errored { .. } => VerdictKind::Errored,
-            };
-            let mut evidence = cell.evidence();
-            evidence["contract"] = json!(contract);
-            self.writer.append(Body::Verdict(Verdict {
-                run_id: run_id.to_string(),
-                tool: cell.tool.clone(),
-                clause: cell.clause.as_str().to_string(),
-                verdict,
-                reason: cell.reason(),
-                evidence,
-            }))?;
+        for verdict in verdict_records(run_id, grades, contract) {
+            self.writer.append(Body::Verdict(verdict))?;
         }
         Ok(())
     }
@@ -185,4 +168,30 @@ impl Recorder {
     pub(crate) fn seal(self) -> Result<String, WriteError> {
         Ok(self.writer.seal(None)?.head.to_hex())
     }
+}
+
+/// The verdict records of a grid: what the probe writes and `vac verify` re-derives.
+pub(crate) fn verdict_records(run_id: &str, grades: &Grades, contract: &str) -> Vec<Verdict> {
+    grades
+        .cells
+        .iter()
+        .map(|cell| {
+            let verdict = match cell.verdict {
+                Graded::Confirmed { .. } => VerdictKind::Confirmed,
+                Graded::Refuted { .. } => VerdictKind::Refuted,
+                Graded::Skipped { .. } => VerdictKind::Skipped,
+                Graded::Errored { .. } => VerdictKind::Errored,
+            };
+            let mut evidence = cell.evidence();
+            evidence["contract"] = json!(contract);
+            Verdict {
+                run_id: run_id.to_string(),
+                tool: cell.tool.clone(),
+                clause: cell.clause.as_str().to_string(),
+                verdict,
+                reason: cell.reason(),
+                evidence,
+            }
+        })
+        .collect()
 }

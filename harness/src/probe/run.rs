@@ -2,19 +2,20 @@
 //! shutdown, teardown, then the write witness (SPEC §3.4). A remote HTTP target has no
 //! sandbox: its run is the conversation alone, and the other sensors are absent.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use vac_contracts::ErrorKind;
 use vac_sandbox::{
-    FsEvent, FsEventKind, LabEvents, NetworkLog, ProcessLog, Running, Sandbox, SandboxError,
-    SelfTest, Termination,
+    FsEvent, FsEventKind, LabEvents, NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog, Running,
+    Sandbox, SandboxError, SelfTest,
 };
 
 use super::effects::{self, ObservedChange};
+use super::event::{ConnectSeen, DatagramSeen, DnsSeen, ExecSeen, LabEvent, Lost, NetSeen};
 use super::plan::{PlannedCall, Purpose};
 use super::target::{self, Server};
 use crate::client::{
@@ -23,7 +24,8 @@ use crate::client::{
 };
 
 /// Control runs make no tool call; subject runs make the plan's calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Role {
     Control,
     Subject,
@@ -43,12 +45,35 @@ pub struct Quiet {
 pub(crate) enum Reading {
     Live(String),
     Blind(String),
-    /// The sensor cannot watch this target at all (a remote server).
+    /// The sensor cannot watch this target at all (a remote server, a host without it).
     Absent(String),
+    /// The sensor ran and failed (lost events, a broken filter).
+    Failed(String),
+}
+
+/// The self-tests of the four sandbox sensors of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SensorReadings {
+    pub(crate) fs_writes: Reading,
+    pub(crate) fs_events: Reading,
+    pub(crate) processes: Reading,
+    pub(crate) network: Reading,
+}
+
+impl SensorReadings {
+    /// Each sensor with its receipt name, in recording order.
+    pub(crate) fn named(&self) -> [(&'static str, &Reading); 4] {
+        [
+            ("fs_writes", &self.fs_writes),
+            ("fs_events", &self.fs_events),
+            ("processes", &self.processes),
+            ("network", &self.network),
+        ]
+    }
 }
 
 /// One call and what came back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CallRecord {
     pub(crate) index: usize,
     /// The earlier call of this run with identical arguments, for `idempotent`.
@@ -61,18 +86,20 @@ pub(crate) struct CallRecord {
 }
 
 /// Why a run did not complete normally.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunFailure {
     pub(crate) kind: ErrorKind,
     pub(crate) detail: String,
 }
 
-/// Everything one run observed.
+/// Everything one run observed: what [`super::event::events`] records and
+/// [`super::event::RunBuilder`] reads back.
 #[derive(Debug)]
 pub(crate) struct RunOutput {
     pub(crate) id: String,
     pub(crate) role: Role,
     pub(crate) tool: Option<String>,
+    /// The frames of the live run (recorded as `frame` records; not read back for grading).
     pub(crate) frames: Vec<Frame>,
     pub(crate) frame_stats: FrameLogStats,
     pub(crate) protocol_version: Option<String>,
@@ -86,20 +113,71 @@ pub(crate) struct RunOutput {
     /// How many `notifications/tools/list_changed` the server sent during the run.
     pub(crate) list_changed: u64,
     pub(crate) changes: Vec<ObservedChange>,
-    /// Lab files read (closed after a read-only open), when, in order; the marker excluded.
-    pub(crate) reads: Vec<(PathBuf, Duration)>,
-    /// The process sensor's log (execs of the run's tree), if it ran.
-    pub(crate) processes: Option<ProcessLog>,
-    /// The network sensor's log (the sinkhole), if it ran.
-    pub(crate) network: Option<NetworkLog>,
+    /// Every lab inotify event of the run, in order (capped; losses in `lost`).
+    pub(crate) lab_events: Vec<LabEvent>,
+    /// The witness's marker, whose open and close are the sensor's, not the server's.
+    pub(crate) marker: Option<std::path::PathBuf>,
+    /// Execs of the run's tree (the sandbox's own marker exec left out).
+    pub(crate) execs: Vec<ExecSeen>,
+    pub(crate) net: NetSeen,
     /// Listening sockets of the run (sock_diag snapshots), first seen when.
     pub(crate) listens: Vec<(String, Duration)>,
-    pub(crate) fs_writes: Reading,
-    pub(crate) fs_events: Reading,
+    pub(crate) sensors: SensorReadings,
+    pub(crate) lost: Lost,
     pub(crate) failure: Option<RunFailure>,
-    pub(crate) termination: Option<Termination>,
+    /// How the program ended, as the sandbox said it.
+    pub(crate) termination: Option<String>,
     /// A remote target: only the protocol was witnessed.
     pub(crate) remote: bool,
+}
+
+impl RunOutput {
+    /// A run's output before anything happened.
+    pub(crate) fn blank(id: String, role: Role, tool: Option<&str>) -> RunOutput {
+        let off = |what: &str| Reading::Absent(format!("the {what} sensor was off"));
+        RunOutput {
+            id,
+            role,
+            tool: tool.map(str::to_string),
+            frames: Vec::new(),
+            frame_stats: FrameLogStats::default(),
+            protocol_version: None,
+            server: None,
+            tools: None,
+            calls: Vec::new(),
+            later_tools: None,
+            list_changed: 0,
+            changes: Vec::new(),
+            lab_events: Vec::new(),
+            marker: None,
+            execs: Vec::new(),
+            net: NetSeen::default(),
+            listens: Vec::new(),
+            sensors: SensorReadings {
+                fs_writes: Reading::Blind("the run ended before the witness walked".into()),
+                fs_events: Reading::Blind("no lab event stream".into()),
+                processes: off("process"),
+                network: off("network"),
+            },
+            lost: Lost::default(),
+            failure: None,
+            termination: None,
+            remote: false,
+        }
+    }
+
+    /// Lab files read (closed after a read-only open), when, in order; the marker excluded.
+    pub(crate) fn reads(&self) -> Vec<(std::path::PathBuf, Duration)> {
+        self.lab_events
+            .iter()
+            .filter(|e| {
+                e.kind == FsEventKind::CloseNoWrite
+                    && !e.is_dir
+                    && self.marker.as_ref() != Some(&e.path)
+            })
+            .map(|e| (e.path.clone(), e.at()))
+            .collect()
+    }
 }
 
 /// How the client reaches the server of one run.
@@ -153,7 +231,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
         running.take_stdin(),
         running.take_stderr(),
     );
-    let mut output = blank(running.id().to_string(), role, tool, &log);
+    let mut output = RunOutput::blank(running.id().to_string(), role, tool);
     // Held until the run stops: a launched HTTP server must not see its stdin close.
     let mut _stdin = None;
     let wire = match (http, stdout, stdin, stderr) {
@@ -179,12 +257,11 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
     if let Some(wire) = wire {
         converse(Some(&running), wire, &log, plan, &last_event, &mut output).await;
     }
-    output.termination = running.termination();
     let stopped = running.stop()?;
-    output.termination = stopped.termination();
+    output.termination = stopped.termination().map(|t| format!("{t:?}"));
     match stopped.witness().collect() {
         Ok(report) => {
-            output.fs_writes = match &report.self_test {
+            output.sensors.fs_writes = match &report.self_test {
                 SelfTest::Live { marker } => Reading::Live(format!(
                     "marker {} seen in the upper layer",
                     marker.display()
@@ -194,11 +271,17 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
             };
             output.changes = effects::observe(&stopped, report.changes);
         }
-        Err(error) => output.fs_writes = Reading::Blind(format!("the witness failed: {error}")),
+        Err(error) => {
+            output.sensors.fs_writes = Reading::Blind(format!("the witness failed: {error}"))
+        }
     }
     let marker = stopped.marker().ok().map(|m| m.path.clone());
-    output.processes = stopped.processes().cloned();
-    output.network = stopped.network_log().cloned();
+    if let Some(log) = stopped.processes() {
+        processes(log, &mut output);
+    }
+    if let Some(log) = stopped.network_log() {
+        network(log, &mut output);
+    }
     drop(stopped); // teardown ends the event stream
     let (events, lost) = match collector {
         Some(task) => tokio::time::timeout(Duration::from_secs(10), task)
@@ -208,7 +291,8 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
             .unwrap_or_default(),
         None => (Vec::new(), None),
     };
-    output.fs_events = match (lost, marker.clone()) {
+    output.lost.lab = lost.clone();
+    output.sensors.fs_events = match (lost, marker.clone()) {
         (Some(lost), _) => Reading::Blind(lost),
         (None, Some(marker))
             if events
@@ -219,59 +303,121 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
         }
         (None, _) => Reading::Blind("the marker's open was not seen".into()),
     };
-    effects::stamp(&mut output.changes, &events);
-    output.reads = events
-        .iter()
-        .filter(|e| {
-            e.kind == FsEventKind::CloseNoWrite && !e.is_dir && marker.as_ref() != Some(&e.path)
+    output.marker = marker;
+    output.lab_events = events
+        .into_iter()
+        .map(|e| LabEvent {
+            kind: e.kind,
+            path: e.path,
+            is_dir: e.is_dir,
+            t_ns: e.since_start.as_nanos() as u64,
         })
-        .map(|e| (e.path.clone(), e.since_start))
         .collect();
     output.frames = log.drain();
     output.frame_stats = log.stats();
+    output.lost.frames = output.frame_stats;
     Ok(output)
+}
+
+/// The process sensor's log as events, and its self-test.
+fn processes(log: &ProcessLog, output: &mut RunOutput) {
+    output.execs = log
+        .execs
+        .iter()
+        .map(|exec| ExecSeen {
+            pid: exec.pid,
+            ppid: exec.ppid,
+            path: exec.path.clone(),
+            exe: exec.exe.clone(),
+            argv: exec
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            argv_truncated: exec.argv_truncated,
+            argv_source: exec.argv_source,
+            cwd: exec.cwd.clone(),
+            uid: exec.uid,
+            t_ns: exec.at.as_nanos() as u64,
+        })
+        .collect();
+    output.lost.processes = Some(log.dropped);
+    output.sensors.processes = match &log.self_test {
+        ProcSelfTest::Live { marker } => {
+            Reading::Live(format!("marker exec {marker} seen with its argv"))
+        }
+        ProcSelfTest::Failed { reason } => Reading::Failed(format!("{reason:?}")),
+        ProcSelfTest::Unavailable { reason } => Reading::Absent(reason.clone()),
+    };
+}
+
+/// The network sensor's log as events, and its self-test.
+fn network(log: &NetworkLog, output: &mut RunOutput) {
+    let t = |d: Duration| d.as_nanos() as u64;
+    output.net = NetSeen {
+        dns: log
+            .dns
+            .iter()
+            .map(|q| DnsSeen {
+                name: q.name.clone(),
+                qtype: q.qtype,
+                tcp: q.tcp,
+                t_ns: t(q.since_start),
+            })
+            .collect(),
+        tcp: log
+            .tcp
+            .iter()
+            .map(|a| ConnectSeen {
+                dst: a.dst,
+                accepted: a.accepted,
+                http: a.http.clone(),
+                sni: a.sni.clone(),
+                t_ns: t(a.since_start),
+                first_bytes: a.first_bytes.clone(),
+            })
+            .collect(),
+        udp: log
+            .udp
+            .iter()
+            .map(|d| DatagramSeen {
+                dst: d.dst,
+                len: d.len,
+                t_ns: t(d.since_start),
+                bytes: d.bytes.clone(),
+            })
+            .collect(),
+        program_started: log.program_started,
+    };
+    output.lost.network = Some(log.dropped);
+    output.sensors.network = match &log.self_test {
+        NetSelfTest::Live => {
+            Reading::Live("marker lookup and HTTP request to a nonce host logged".into())
+        }
+        NetSelfTest::Blind { reason } => Reading::Blind(reason.clone()),
+        NetSelfTest::Absent { reason } => Reading::Absent(reason.clone()),
+    };
 }
 
 /// A run of a remote target: the conversation, recorded; no sandbox and no other sensor.
 async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>) -> RunOutput {
     let log = FrameLog::new(Instant::now());
-    let mut output = blank(target::remote_run_id(), plan.role, plan.tool, &log);
+    let mut output = RunOutput::blank(target::remote_run_id(), plan.role, plan.tool);
     output.remote = true;
-    output.fs_writes = Reading::Absent(target::REMOTE.into());
-    output.fs_events = Reading::Absent(target::REMOTE.into());
+    let remote = || Reading::Absent(target::REMOTE.into());
+    output.sensors = SensorReadings {
+        fs_writes: remote(),
+        fs_events: remote(),
+        processes: remote(),
+        network: remote(),
+    };
     let wire = Wire::Http(endpoint.clone(), ServerOutput::default());
     let last_event = AtomicU64::new(0);
     converse(None, wire, &log, plan, &last_event, &mut output).await;
     output.frames = log.drain();
     output.frame_stats = log.stats();
+    output.lost.frames = output.frame_stats;
     output
-}
-
-/// A run's output before anything happened.
-fn blank(id: String, role: Role, tool: Option<&str>, log: &FrameLog) -> RunOutput {
-    RunOutput {
-        id,
-        role,
-        tool: tool.map(str::to_string),
-        frames: Vec::new(),
-        frame_stats: log.stats(),
-        protocol_version: None,
-        server: None,
-        tools: None,
-        calls: Vec::new(),
-        later_tools: None,
-        list_changed: 0,
-        changes: Vec::new(),
-        reads: Vec::new(),
-        processes: None,
-        network: None,
-        listens: Vec::new(),
-        fs_writes: Reading::Blind("the run ended before the witness walked".into()),
-        fs_events: Reading::Blind("no lab event stream".into()),
-        failure: None,
-        termination: None,
-        remote: false,
-    }
 }
 
 async fn converse(

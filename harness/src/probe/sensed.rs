@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vac_contracts::{Effect, EffectClass, SensorState};
-use vac_sandbox::{NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog};
+use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{attribute, normalise_text};
+use super::event::{ExecSeen, Lost, NetSeen};
 use super::protocol::canaries_in;
 use super::run::CallRecord;
 
@@ -32,15 +32,15 @@ impl Sensed {
 }
 
 /// Execs of a run's process tree (the sandbox's own marker is already left out).
-pub(crate) fn execs(log: &ProcessLog) -> Vec<Sensed> {
-    log.execs
+pub(crate) fn execs(execs: &[ExecSeen]) -> Vec<Sensed> {
+    execs
         .iter()
         .map(|exec| {
-            let argv: Vec<String> = exec.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            let argv = &exec.argv;
             Sensed {
                 class: EffectClass::Exec,
                 target: exec.path.display().to_string(),
-                at: exec.at,
+                at: Duration::from_nanos(exec.t_ns),
                 detail: json!({"argv": argv, "argv_truncated": exec.argv_truncated, "exe": exec.exe,
                     "cwd": exec.cwd, "uid": exec.uid, "pid": exec.pid, "argv_source": format!("{:?}", exec.argv_source)}),
             }
@@ -50,26 +50,27 @@ pub(crate) fn execs(log: &ProcessLog) -> Vec<Sensed> {
 
 /// Network attempts of the program (the sandbox's self-test traffic, which comes before
 /// the program starts, is left out).
-pub(crate) fn network(log: &NetworkLog, tokens: &[String]) -> Vec<Sensed> {
+pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
     let started = log.program_started.unwrap_or(Duration::MAX);
+    let since = |t_ns: u64| Duration::from_nanos(t_ns);
     let mut sensed = Vec::new();
-    for query in log.dns.iter().filter(|q| q.since_start >= started) {
+    for query in log.dns.iter().filter(|q| since(q.t_ns) >= started) {
         let name = query.name.trim_end_matches('.').to_ascii_lowercase();
         let detail = json!({"qtype": query.qtype, "tcp": query.tcp, "canaries": canaries_in(name.as_bytes(), tokens)});
         sensed.push(Sensed {
             class: EffectClass::Dns,
             target: name,
-            at: query.since_start,
+            at: since(query.t_ns),
             detail,
         });
     }
-    for attempt in log.tcp.iter().filter(|t| t.since_start >= started) {
+    for attempt in log.tcp.iter().filter(|t| since(t.t_ns) >= started) {
         // Every name resolves to the sinkhole, so without Host or SNI the last name looked up
         // before the connection is the best witness of where it meant to go.
         let looked_up = || {
             log.dns
                 .iter()
-                .rfind(|q| q.since_start >= started && q.since_start <= attempt.since_start)
+                .rfind(|q| since(q.t_ns) >= started && q.t_ns <= attempt.t_ns)
         };
         let (host, host_from) = match (
             attempt.http.as_ref().and_then(|h| h.host.clone()),
@@ -93,7 +94,7 @@ pub(crate) fn network(log: &NetworkLog, tokens: &[String]) -> Vec<Sensed> {
         sensed.push(Sensed {
             class: EffectClass::Connect,
             target,
-            at: attempt.since_start,
+            at: since(attempt.t_ns),
             detail,
         });
     }
@@ -101,13 +102,13 @@ pub(crate) fn network(log: &NetworkLog, tokens: &[String]) -> Vec<Sensed> {
     for datagram in log
         .udp
         .iter()
-        .filter(|d| d.since_start >= started && d.dst.port() != 53)
+        .filter(|d| since(d.t_ns) >= started && d.dst.port() != 53)
     {
         let detail = json!({"len": datagram.len, "bytes": excerpt(&datagram.bytes), "canaries": canaries_in(&datagram.bytes, tokens)});
         sensed.push(Sensed {
             class: EffectClass::Udp,
             target: datagram.dst.to_string(),
-            at: datagram.since_start,
+            at: since(datagram.t_ns),
             detail,
         });
     }
@@ -160,63 +161,14 @@ pub(crate) fn effects(
 }
 
 /// What the sensors' caps turned away, for the sensor's evidence.
-pub(crate) fn dropped(
-    processes: Option<&ProcessLog>,
-    network: Option<&NetworkLog>,
-) -> (Value, Value) {
-    let procs = processes.map(|l| {
-        let d = &l.dropped;
+pub(crate) fn dropped(lost: &Lost) -> (Value, Value) {
+    let procs = lost.processes.map(|d| {
         json!({"execs": d.execs, "failed_execs": d.failed_execs, "forks": d.forks, "exits": d.exits, "uid_changes": d.uid_changes})
     });
-    let net = network.map(|l| {
-        let d = &l.dropped;
+    let net = lost.network.map(|d| {
         json!({"dns": d.dns, "tcp": d.tcp, "udp": d.udp, "other": d.other, "tcp_unread": d.tcp_unread, "capture": d.capture})
     });
     (procs.unwrap_or(Value::Null), net.unwrap_or(Value::Null))
-}
-
-/// The process sensor's self-test as a contracts sensor state.
-pub(crate) fn process_state(log: Option<&ProcessLog>) -> (SensorState, String) {
-    match log.map(|l| &l.self_test) {
-        Some(ProcSelfTest::Live { marker }) => (
-            SensorState::Live,
-            format!("marker exec {marker} seen with its argv"),
-        ),
-        Some(ProcSelfTest::Failed { reason }) => (
-            SensorState::Failed {
-                reason: format!("{reason:?}"),
-            },
-            format!("{reason:?}"),
-        ),
-        Some(ProcSelfTest::Unavailable { reason }) => {
-            (SensorState::CapabilityAbsent, reason.clone())
-        }
-        None => (
-            SensorState::CapabilityAbsent,
-            "the process sensor was off".into(),
-        ),
-    }
-}
-
-/// The network sensor's self-test as a contracts sensor state.
-pub(crate) fn network_state(log: Option<&NetworkLog>) -> (SensorState, String) {
-    match log.map(|l| &l.self_test) {
-        Some(NetSelfTest::Live) => (
-            SensorState::Live,
-            "marker lookup and HTTP request to a nonce host logged".into(),
-        ),
-        Some(NetSelfTest::Blind { reason }) => (
-            SensorState::Blind {
-                reason: reason.clone(),
-            },
-            reason.clone(),
-        ),
-        Some(NetSelfTest::Absent { reason }) => (SensorState::CapabilityAbsent, reason.clone()),
-        None => (
-            SensorState::CapabilityAbsent,
-            "the network sensor was off".into(),
-        ),
-    }
 }
 
 fn excerpt(bytes: &[u8]) -> String {

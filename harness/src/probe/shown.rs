@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
-use super::plants::Planted;
+use super::plants::LabRecord;
 use super::protocol::{excerpt, instructions_in_result, manifest_drift, secrets_in_result};
 use super::run::{CallRecord, Role, RunOutput};
 use crate::client::CallError;
@@ -18,7 +18,7 @@ use crate::client::CallError;
 const EXCERPT: usize = 200;
 
 /// The protocol effects of one subject run, measured against the control's manifest.
-pub(crate) fn effects(subject: &RunOutput, control: &RunOutput, planted: &Planted) -> Vec<Effect> {
+pub(crate) fn effects(subject: &RunOutput, control: &RunOutput, planted: &LabRecord) -> Vec<Effect> {
     let tokens = planted.tokens();
     let mut effects = Vec::new();
     for call in &subject.calls {
@@ -31,7 +31,7 @@ pub(crate) fn effects(subject: &RunOutput, control: &RunOutput, planted: &Plante
                 .canaries
                 .iter()
                 .find(|c| c.token == finding.token)
-                .map_or(finding.token.as_str(), |c| c.name);
+                .map_or(finding.token.as_str(), |c| c.name.as_str());
             let mut detail = base.clone();
             detail["token"] = json!(finding.token);
             detail["pointer"] = json!(finding.pointer);

@@ -51,6 +51,7 @@ pub fn campaign_start() -> CampaignStart {
             arch: "x86_64".into(),
         },
         config_hash: Digest::of(b"[campaign]\nseed = 42\n"),
+        config: serde_json::Value::Null,
         seed: 42,
     }
 }

@@ -41,7 +41,7 @@ pub struct TcpAttempt {
 }
 
 /// The start of an HTTP request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HttpRequest {
     pub request_line: String,
     pub host: Option<String>,
@@ -74,7 +74,7 @@ pub struct RawPacket {
 }
 
 /// Records left out because a cap was reached, per kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Dropped {
     pub dns: u64,
     pub tcp: u64,

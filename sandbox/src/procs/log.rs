@@ -50,7 +50,8 @@ pub struct Exec {
 }
 
 /// Where an exec's argv came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ArgvSource {
     /// Read from the caller's memory while the kernel held the call: complete and exact.
     ExecCall,
@@ -85,7 +86,7 @@ pub struct UidChange {
 }
 
 /// Records the caps turned away.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcDropped {
     pub execs: u64,
     pub failed_execs: u64,

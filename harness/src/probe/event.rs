@@ -1,0 +1,419 @@
+//! The closed vocabulary of what a run observed (SPEC §3.8): every observation a sensor
+//! makes or the client sees is one [`Event`], written as one `event` receipt record with
+//! the bytes it refers to as payloads. [`events`] splits a finished run into them;
+//! [`RunBuilder`] folds the recorded ones back into the same [`RunOutput`], so grading
+//! reads nothing the receipts do not hold.
+//!
+//! Frames and sensor self-tests have record kinds of their own (`frame`, `self_test`); the
+//! run's identity is its `run_start`, its end its `run_end`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use vac_sandbox::{ArgvSource, FsChange, FsEventKind, HttpRequest};
+
+use super::effects::ObservedChange;
+use super::run::{CallRecord, Reading, Role, RunFailure, RunOutput, SensorReadings};
+use crate::client::{FrameLogStats, ToolList};
+
+/// Which tools/list a manifest event holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Phase {
+    /// After the handshake: what was reviewed.
+    Initial,
+    /// Asked again after the calls and the quiet period (a rug pull shows here).
+    AfterCalls,
+}
+
+/// One lab inotify event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LabEvent {
+    pub(crate) kind: FsEventKind,
+    pub(crate) path: PathBuf,
+    pub(crate) is_dir: bool,
+    /// Since the run's start.
+    pub(crate) t_ns: u64,
+}
+
+impl LabEvent {
+    pub(crate) fn at(&self) -> Duration {
+        Duration::from_nanos(self.t_ns)
+    }
+}
+
+/// One exec of the run's process tree, as the process sensor saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ExecSeen {
+    pub(crate) pid: i32,
+    pub(crate) ppid: Option<i32>,
+    pub(crate) path: PathBuf,
+    pub(crate) exe: Option<PathBuf>,
+    /// Lossily decoded; the sensor reads argv from the caller's memory.
+    pub(crate) argv: Vec<String>,
+    pub(crate) argv_truncated: bool,
+    pub(crate) argv_source: ArgvSource,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) uid: Option<u32>,
+    pub(crate) t_ns: u64,
+}
+
+/// One name lookup the sinkhole's resolver answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DnsSeen {
+    pub(crate) name: String,
+    pub(crate) qtype: u16,
+    pub(crate) tcp: bool,
+    pub(crate) t_ns: u64,
+}
+
+/// One TCP connection attempt; its first bytes are the record's payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ConnectSeen {
+    pub(crate) dst: SocketAddr,
+    pub(crate) accepted: bool,
+    pub(crate) http: Option<HttpRequest>,
+    pub(crate) sni: Option<String>,
+    pub(crate) t_ns: u64,
+    #[serde(skip)]
+    pub(crate) first_bytes: Vec<u8>,
+}
+
+/// One UDP datagram; its bytes are the record's payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DatagramSeen {
+    pub(crate) dst: SocketAddr,
+    pub(crate) len: usize,
+    pub(crate) t_ns: u64,
+    #[serde(skip)]
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// What the network sensor saw of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct NetSeen {
+    pub(crate) dns: Vec<DnsSeen>,
+    pub(crate) tcp: Vec<ConnectSeen>,
+    pub(crate) udp: Vec<DatagramSeen>,
+    /// When the program itself started: earlier traffic is the sensor's own self-test.
+    pub(crate) program_started: Option<Duration>,
+}
+
+/// What the caps turned away, per sensor: nothing is lost without being counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Lost {
+    pub(crate) processes: Option<vac_sandbox::ProcDropped>,
+    pub(crate) network: Option<vac_sandbox::Dropped>,
+    pub(crate) frames: FrameLogStats,
+    /// The lab watcher's losses (kernel queue overflow, dropped events), when any.
+    pub(crate) lab: Option<String>,
+}
+
+/// Everything a run observed, one variant per kind of observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Event {
+    /// The handshake's outcome.
+    Session {
+        protocol_version: String,
+        server: Option<(String, String)>,
+    },
+    /// A whole tools/list (every page), exact JSON.
+    Manifest {
+        phase: Phase,
+        tools: Value,
+        malformed: Vec<usize>,
+        pages: u32,
+        complete: bool,
+    },
+    /// A tools/list that failed.
+    ManifestFailed { phase: Phase, error: String },
+    /// One tools/call: what was sent, why, and what came back when.
+    Call(CallRecord),
+    /// One change the overlay witness found; payloads: the content after the run, then the
+    /// content before (each capped), as `content`/`old_content` say.
+    FsChange {
+        change: FsChange,
+        content: Option<usize>,
+        old_content: Option<usize>,
+    },
+    /// One lab inotify event.
+    Lab(LabEvent),
+    Exec(ExecSeen),
+    Dns(DnsSeen),
+    /// Payload 0: the first bytes.
+    Connect(ConnectSeen),
+    /// Payload 0: the bytes kept.
+    Datagram(DatagramSeen),
+    /// A socket seen listening (sock_diag), first seen at `t_ns`.
+    Listen { address: String, t_ns: u64 },
+    /// What the program started at, for the network sensor's self-test window.
+    ProgramStarted { t_ns: u64 },
+    /// The witness's marker path (the sensor's own file, never an effect).
+    Marker { path: PathBuf },
+    Lost(Lost),
+    /// How the run ended, beyond `run_end`'s status.
+    Outcome {
+        failure: Option<RunFailure>,
+        termination: Option<String>,
+        list_changed: u64,
+        remote: bool,
+    },
+}
+
+/// One event and the bytes it refers to.
+pub(crate) type Recorded = (Event, Vec<Vec<u8>>);
+
+/// A finished run as events, in the order they are recorded.
+pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
+    let plain = |event| (event, Vec::new());
+    let mut out = Vec::new();
+    if let Some(version) = &output.protocol_version {
+        out.push(plain(Event::Session {
+            protocol_version: version.clone(),
+            server: output.server.clone(),
+        }));
+    }
+    if let Some(tools) = &output.tools {
+        out.push(plain(manifest(Phase::Initial, tools)));
+    }
+    out.extend(output.calls.iter().cloned().map(Event::Call).map(plain));
+    match &output.later_tools {
+        Some(Ok(tools)) => out.push(plain(Event::Manifest {
+            phase: Phase::AfterCalls,
+            tools: tools.clone(),
+            malformed: Vec::new(),
+            pages: 0,
+            complete: true,
+        })),
+        Some(Err(error)) => out.push(plain(Event::ManifestFailed {
+            phase: Phase::AfterCalls,
+            error: error.clone(),
+        })),
+        None => {}
+    }
+    for observed in &output.changes {
+        let mut payloads = Vec::new();
+        let mut slot = |bytes: &Option<Vec<u8>>| {
+            bytes.as_ref().map(|b| {
+                payloads.push(b.clone());
+                payloads.len() - 1
+            })
+        };
+        let (content, old_content) = (slot(&observed.content), slot(&observed.old_content));
+        out.push((
+            Event::FsChange {
+                change: observed.change.clone(),
+                content,
+                old_content,
+            },
+            payloads,
+        ));
+    }
+    out.extend(output.lab_events.iter().cloned().map(Event::Lab).map(plain));
+    out.extend(output.execs.iter().cloned().map(Event::Exec).map(plain));
+    out.extend(output.net.dns.iter().cloned().map(Event::Dns).map(plain));
+    for attempt in &output.net.tcp {
+        out.push((
+            Event::Connect(attempt.clone()),
+            vec![attempt.first_bytes.clone()],
+        ));
+    }
+    for datagram in &output.net.udp {
+        out.push((
+            Event::Datagram(datagram.clone()),
+            vec![datagram.bytes.clone()],
+        ));
+    }
+    for (address, at) in &output.listens {
+        out.push(plain(Event::Listen {
+            address: address.clone(),
+            t_ns: at.as_nanos() as u64,
+        }));
+    }
+    if let Some(at) = output.net.program_started {
+        out.push(plain(Event::ProgramStarted {
+            t_ns: at.as_nanos() as u64,
+        }));
+    }
+    if let Some(path) = &output.marker {
+        out.push(plain(Event::Marker { path: path.clone() }));
+    }
+    out.push(plain(Event::Lost(output.lost.clone())));
+    out.push(plain(Event::Outcome {
+        failure: output.failure.clone(),
+        termination: output.termination.clone(),
+        list_changed: output.list_changed,
+        remote: output.remote,
+    }));
+    out
+}
+
+fn manifest(phase: Phase, tools: &ToolList) -> Event {
+    Event::Manifest {
+        phase,
+        tools: tools.raw.clone(),
+        malformed: tools.malformed.clone(),
+        pages: tools.pages,
+        complete: tools.complete,
+    }
+}
+
+/// Why recorded events do not make a run.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("run {run}: event record is not a vac event")]
+    Malformed {
+        run: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("run {run}: {event} event names payload {index}, the record has {count}")]
+    MissingPayload {
+        run: String,
+        event: &'static str,
+        index: usize,
+        count: usize,
+    },
+}
+
+/// Folds one run's recorded events back into its [`RunOutput`].
+#[derive(Debug)]
+pub(crate) struct RunBuilder {
+    output: RunOutput,
+}
+
+impl RunBuilder {
+    pub(crate) fn new(id: String, role: Role, tool: Option<String>) -> RunBuilder {
+        RunBuilder {
+            output: RunOutput::blank(id, role, tool.as_deref()),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.output.id
+    }
+
+    /// Sets the tool a subject run was for (the run's sandbox configuration names it).
+    pub(crate) fn tool(&mut self, tool: Option<String>) {
+        self.output.tool = tool;
+    }
+
+    /// One sensor's recorded self-test.
+    pub(crate) fn self_test(&mut self, sensor: &str, reading: Reading) {
+        let readings: &mut SensorReadings = &mut self.output.sensors;
+        match sensor {
+            "fs_writes" => readings.fs_writes = reading,
+            "fs_events" => readings.fs_events = reading,
+            "processes" => readings.processes = reading,
+            "network" => readings.network = reading,
+            // Derived self-tests (the protocol witness) are recomputed, not read.
+            _ => {}
+        }
+    }
+
+    /// One `event` record: its JSON and its payloads' bytes.
+    pub(crate) fn event(&mut self, json: &Value, payloads: Vec<Vec<u8>>) -> Result<(), EventError> {
+        let run = self.output.id.clone();
+        let event: Event =
+            serde_json::from_value(json.clone()).map_err(|source| EventError::Malformed {
+                run: run.clone(),
+                source,
+            })?;
+        let count = payloads.len();
+        let take = |event: &'static str, index: usize| {
+            payloads
+                .get(index)
+                .cloned()
+                .ok_or(EventError::MissingPayload {
+                    run: run.clone(),
+                    event,
+                    index,
+                    count,
+                })
+        };
+        let output = &mut self.output;
+        match event {
+            Event::Session {
+                protocol_version,
+                server,
+            } => {
+                output.protocol_version = Some(protocol_version);
+                output.server = server;
+            }
+            Event::Manifest {
+                phase,
+                tools,
+                malformed,
+                pages,
+                complete,
+            } => match phase {
+                Phase::Initial => {
+                    output.tools = Some(ToolList::from_raw(tools, malformed, pages, complete))
+                }
+                Phase::AfterCalls => output.later_tools = Some(Ok(tools)),
+            },
+            Event::ManifestFailed { phase, error } => {
+                if phase == Phase::AfterCalls {
+                    output.later_tools = Some(Err(error));
+                }
+            }
+            Event::Call(call) => output.calls.push(call),
+            Event::FsChange {
+                change,
+                content,
+                old_content,
+            } => {
+                let content = content.map(|i| take("fs_change", i)).transpose()?;
+                let old_content = old_content.map(|i| take("fs_change", i)).transpose()?;
+                output.changes.push(ObservedChange {
+                    change,
+                    content,
+                    old_content,
+                    writes: Vec::new(),
+                });
+            }
+            Event::Lab(event) => output.lab_events.push(event),
+            Event::Exec(exec) => output.execs.push(exec),
+            Event::Dns(query) => output.net.dns.push(query),
+            Event::Connect(mut attempt) => {
+                attempt.first_bytes = take("connect", 0)?;
+                output.net.tcp.push(attempt);
+            }
+            Event::Datagram(mut datagram) => {
+                datagram.bytes = take("datagram", 0)?;
+                output.net.udp.push(datagram);
+            }
+            Event::Listen { address, t_ns } => output
+                .listens
+                .push((address, Duration::from_nanos(t_ns))),
+            Event::ProgramStarted { t_ns } => {
+                output.net.program_started = Some(Duration::from_nanos(t_ns))
+            }
+            Event::Marker { path } => output.marker = Some(path),
+            Event::Lost(lost) => output.lost = lost,
+            Event::Outcome {
+                failure,
+                termination,
+                list_changed,
+                remote,
+            } => {
+                output.failure = failure;
+                output.termination = termination;
+                output.list_changed = list_changed;
+                output.remote = remote;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run, with what is derived from its events (write times of changes) filled in.
+    pub(crate) fn finish(mut self) -> RunOutput {
+        super::effects::stamp(&mut self.output.changes, &self.output.lab_events);
+        self.output.frame_stats = self.output.lost.frames;
+        self.output
+    }
+}

@@ -1,0 +1,341 @@
+//! Receipts → runs → observation → verdicts: the one grading path (SPEC §3.8).
+//!
+//! [`read`] folds a receipt log back into its configuration, contract, plan, runs and
+//! recorded verdicts; [`grade`] turns that into a [`ProbeReport`] with no other input.
+//! `vac probe` grades the receipts it has just written through it, `vac report` grades a
+//! directory through it, and `vac verify` checks that the verdict records the probe wrote
+//! are what it gives ([`check_verdicts`]).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use vac_contracts::{
+    ContractDocument, ErrorKind, LabPaths, RunError, ToolDecl, derive, grade as grade_cells,
+    render,
+};
+use vac_receipts::{Body, ReceiptLog, SensorStatus};
+
+use super::event::{EventError, RunBuilder};
+use super::plan::{MalformedTool, ProbePlan};
+use super::run::{Reading, Role, RunOutput};
+use super::{DERIVED, ProbeReport, manifest, observe, record, server_identity, summary};
+
+/// Why a receipt directory cannot be graded.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the receipts in {dir} do not verify")]
+    Broken {
+        dir: PathBuf,
+        #[source]
+        source: vac_receipts::VerifyError,
+    },
+    #[error("cannot read the receipts in {dir}")]
+    Read {
+        dir: PathBuf,
+        #[source]
+        source: vac_receipts::ReadError,
+    },
+    #[error("cannot read a payload of record {seq} in {dir}")]
+    Payload {
+        dir: PathBuf,
+        seq: u64,
+        #[source]
+        source: vac_receipts::BlobError,
+    },
+    #[error("record {seq} in {dir}")]
+    Event {
+        dir: PathBuf,
+        seq: u64,
+        #[source]
+        source: EventError,
+    },
+    #[error("record {seq} in {dir}: the plan is not a vac probe plan")]
+    Plan {
+        dir: PathBuf,
+        seq: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the receipts in {dir} hold {what}")]
+    Incomplete { dir: PathBuf, what: &'static str },
+    #[error(
+        "the receipts in {dir} say the contract was derived from annotations, but the recorded manifest derives another one"
+    )]
+    DerivedMismatch { dir: PathBuf },
+    #[error(transparent)]
+    Document(#[from] vac_contracts::ContractError),
+    #[error("the recorded contract does not compile")]
+    Contract(#[from] vac_contracts::CompileError),
+    #[error("the recorded observations cannot be graded")]
+    Grade(#[from] vac_contracts::GradeError),
+}
+
+/// What a receipt log holds, folded back into the harness's types.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    pub(crate) target: Option<String>,
+    pub(crate) contract: Option<vac_receipts::Contract>,
+    pub(crate) plan: Option<ProbePlan>,
+    pub(crate) runs: Vec<RunOutput>,
+    /// The verdict records with their sequence numbers.
+    pub(crate) verdicts: Vec<(u64, vac_receipts::Verdict)>,
+}
+
+/// Reads a receipt log (verified or not: the caller decides) into [`Recorded`].
+pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
+    let failed = |source| ReplayError::Read {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let log = ReceiptLog::open(dir).map_err(failed)?;
+    let mut recorded = Recorded::default();
+    let mut open: Option<RunBuilder> = None;
+    for entry in log.entries().map_err(failed)? {
+        let record = entry.map_err(failed)?.record;
+        let seq = record.seq;
+        match record.body {
+            Body::RunStart(start) => {
+                recorded.target.get_or_insert(start.target);
+                let role = match start.role {
+                    vac_receipts::Role::Control => Role::Control,
+                    vac_receipts::Role::Subject => Role::Subject,
+                };
+                open = Some(RunBuilder::new(start.run_id, role, None));
+            }
+            Body::SandboxConfig(config) => {
+                if let Some(run) = open.as_mut().filter(|r| r.id() == config.run_id) {
+                    run.tool(config.config["tool"].as_str().map(str::to_string));
+                }
+            }
+            Body::Event(event) => {
+                let Some(run) = open.as_mut().filter(|r| r.id() == event.run_id) else {
+                    continue;
+                };
+                let payloads = event
+                    .payloads
+                    .iter()
+                    .map(|p| log.payload_bytes(p))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|source| ReplayError::Payload {
+                        dir: dir.to_path_buf(),
+                        seq,
+                        source,
+                    })?;
+                run.event(&event.event, payloads)
+                    .map_err(|source| ReplayError::Event {
+                        dir: dir.to_path_buf(),
+                        seq,
+                        source,
+                    })?;
+            }
+            Body::SelfTest(test) => {
+                if let Some(run) = open.as_mut().filter(|r| r.id() == test.run_id) {
+                    let detail = test.detail;
+                    let reading = match test.status {
+                        SensorStatus::Live => Reading::Live(detail),
+                        SensorStatus::Blind => Reading::Blind(detail),
+                        SensorStatus::CapabilityAbsent => Reading::Absent(detail),
+                        SensorStatus::Failed => Reading::Failed(detail),
+                    };
+                    run.self_test(&test.sensor, reading);
+                }
+            }
+            Body::RunEnd(end) => {
+                if let Some(run) = open.take_if(|r| r.id() == end.run_id) {
+                    recorded.runs.push(run.finish());
+                }
+            }
+            Body::Contract(contract) => recorded.contract = Some(contract),
+            Body::Plan(plan) => {
+                recorded.plan = Some(serde_json::from_value(plan.plan).map_err(|source| {
+                    ReplayError::Plan {
+                        dir: dir.to_path_buf(),
+                        seq,
+                        source,
+                    }
+                })?)
+            }
+            Body::Verdict(verdict) => recorded.verdicts.push((seq, verdict)),
+            _ => {}
+        }
+    }
+    Ok(recorded)
+}
+
+/// Grades what the receipts hold. `receipts` and `head` are what the report names.
+pub(crate) fn grade(
+    recorded: &Recorded,
+    dir: &Path,
+    head: String,
+) -> Result<ProbeReport, ReplayError> {
+    let incomplete = |what| ReplayError::Incomplete {
+        dir: dir.to_path_buf(),
+        what,
+    };
+    let control = recorded
+        .runs
+        .iter()
+        .find(|r| r.role == Role::Control)
+        .ok_or_else(|| incomplete("no complete control run"))?;
+    let mut report = ProbeReport {
+        target: recorded.target.clone().unwrap_or_default(),
+        receipts: dir.to_path_buf(),
+        head,
+        contract: String::new(),
+        protocol_version: control.protocol_version.clone(),
+        tools: 0,
+        manifest: None,
+        failure: None,
+        grades: None,
+        runs: recorded.runs.iter().map(summary).collect(),
+    };
+    let Some((decls, malformed)) = manifest(control) else {
+        let why = control
+            .failure
+            .as_ref()
+            .map_or("the server returned no tools/list".into(), |f| {
+                f.detail.clone()
+            });
+        report.failure = Some(why);
+        return Ok(report);
+    };
+    report.tools = decls.len();
+    report.manifest = control.tools.as_ref().map(|t| {
+        json!({"pages": t.pages, "complete": t.complete, "malformed": malformed.len()})
+    });
+    let recorded_contract = recorded
+        .contract
+        .as_ref()
+        .ok_or_else(|| incomplete("a manifest but no contract"))?;
+    let plan = recorded
+        .plan
+        .as_ref()
+        .ok_or_else(|| incomplete("a contract but no plan"))?;
+    let contract = if recorded_contract.name == DERIVED {
+        let derived = derive(&decls);
+        if render(&derived, &server_identity(control)) != recorded_contract.text {
+            return Err(ReplayError::DerivedMismatch {
+                dir: dir.to_path_buf(),
+            });
+        }
+        derived
+    } else {
+        ContractDocument::parse(&recorded_contract.name, &recorded_contract.text)?
+            .resolve(&decls, &LabPaths::at(&plan.lab.root.display().to_string()))?
+    };
+    report.contract = recorded_contract.blake3.to_hex();
+    let compiled = contract.compile()?;
+    let mut observation = observe::start(control, &plan.lab);
+    observation.not_called.extend(plan.not_called.iter().cloned());
+    observation.errors.extend(plan.malformed.iter().map(malformed_error));
+    for subject in recorded.runs.iter().filter(|r| r.role == Role::Subject) {
+        observe::add(&mut observation, subject, control, &plan.lab);
+    }
+    report.grades = Some(grade_cells(&compiled, &observation)?);
+    Ok(report)
+}
+
+fn malformed_error(tool: &MalformedTool) -> RunError {
+    RunError {
+        tool: Some(tool.name.clone()),
+        kind: ErrorKind::MalformedTool,
+        detail: json!({"index": tool.index, "error": tool.error, "raw": tool.raw}),
+    }
+}
+
+/// Verifies a receipt directory, then grades it: what `vac report` shows.
+pub fn report(dir: &Path) -> Result<ProbeReport, ReplayError> {
+    let head = verified_head(dir)?;
+    let recorded = read(dir)?;
+    grade(&recorded, &canonical(dir), head)
+}
+
+/// A verdict record the recorded evidence does not support.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictMismatch {
+    /// The record's sequence number (`None`: a cell the records lack).
+    pub seq: Option<u64>,
+    pub tool: String,
+    pub clause: String,
+    pub detail: String,
+}
+
+/// Re-grades a verified directory and compares the verdict records the probe wrote with
+/// what the recorded observations give, cell for cell: an empty list means they agree.
+pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
+    let head = verified_head(dir)?;
+    let recorded = read(dir)?;
+    let report = match grade(&recorded, dir, head) {
+        // A log with no verdict records and nothing to grade (a crash before the contract,
+        // a log that is not a probe's) claims nothing to check.
+        Err(ReplayError::Incomplete { .. }) if recorded.verdicts.is_empty() => return Ok(Vec::new()),
+        graded => graded?,
+    };
+    let expected = match (&report.grades, recorded.runs.last()) {
+        (Some(grades), Some(last)) => record::verdict_records(&last.id, grades, &report.contract),
+        _ => Vec::new(),
+    };
+    let mut mismatches = Vec::new();
+    for (i, (seq, found)) in recorded.verdicts.iter().enumerate() {
+        let mismatch = |detail: String| VerdictMismatch {
+            seq: Some(*seq),
+            tool: found.tool.clone(),
+            clause: found.clause.clone(),
+            detail,
+        };
+        match expected.get(i) {
+            Some(want) if want == found => {}
+            Some(want) => mismatches.push(mismatch(difference(want, found))),
+            None => mismatches.push(mismatch("no such cell in the re-graded grid".into())),
+        }
+    }
+    for want in expected.iter().skip(recorded.verdicts.len()) {
+        mismatches.push(VerdictMismatch {
+            seq: None,
+            tool: want.tool.clone(),
+            clause: want.clause.clone(),
+            detail: format!("re-grading gives {:?}, the log has no record of it", want.verdict),
+        });
+    }
+    Ok(mismatches)
+}
+
+fn difference(want: &vac_receipts::Verdict, found: &vac_receipts::Verdict) -> String {
+    let as_json = |v: &vac_receipts::Verdict| serde_json::to_value(v).unwrap_or(Value::Null);
+    let (want, found) = (as_json(want), as_json(found));
+    let fields = ["tool", "clause", "verdict", "reason", "evidence", "run_id"];
+    let differing: Vec<&str> = fields
+        .into_iter()
+        .filter(|f| want[*f] != found[*f])
+        .collect();
+    format!(
+        "the record says {} / {}, the evidence gives {} / {} (differs in {})",
+        found["verdict"],
+        found["reason"],
+        want["verdict"],
+        want["reason"],
+        differing.join(", ")
+    )
+}
+
+fn verified_head(dir: &Path) -> Result<String, ReplayError> {
+    let verified =
+        vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|source| {
+            ReplayError::Broken {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    Ok(verified.head.to_hex())
+}
+
+/// The directory as reports name it: absolute, so a probe and a report of the same
+/// directory say the same whatever the working directory.
+pub(crate) fn canonical(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// Placeholder declarations for malformed entries, so their cells exist (and error).
+pub(crate) fn placeholder(name: &str) -> Option<ToolDecl> {
+    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).ok()
+}
