@@ -470,3 +470,6 @@ fn io_at(path: &Path) -> impl Fn(io::Error) -> WitnessError + '_ {
         source,
     }
 }
+
+#[cfg(test)]
+mod tests;
