@@ -1,18 +1,10 @@
 //! The walk over upper and lower layers laid out by hand as overlayfs leaves them, so each
-//! kind of change is checked on temp dirs without mounting anything.
-//!
-//! Some marks need privileges to make: the `trusted.overlay.*` attributes (`CAP_SYS_ADMIN`),
-//! a foreign owner (`CAP_CHOWN`) and, before Linux 5.8, the 0/0 whiteout device
-//! (`CAP_MKNOD`). Where the kernel refuses one, that case prints `SKIPPED …` and stops; under
-//! CI, where `VAC_REQUIRE_PRIVILEGED` is set, the refusal fails the test instead.
+//! kind of change is checked on temp dirs without mounting anything. The cases that need a
+//! privilege to lay out their layers are in `privileged`.
 
-use std::ffi::CStr;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-
-use nix::errno::Errno;
-use nix::sys::stat::{Mode, SFlag, mknod};
 
 use super::*;
 
@@ -68,34 +60,6 @@ fn dirs(layer: &Path, path: &Path) {
     // into the upper layer is no change of its own, as after a real copy-up.
     for ancestor in path.ancestors().take_while(|a| *a != layer) {
         fs::set_permissions(ancestor, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-}
-
-/// The 0/0 character device overlayfs leaves in the upper layer for a deleted path.
-fn whiteout(layer: &Path, rel: &str) -> Result<(), Errno> {
-    let path = layer.join(rel);
-    dirs(layer, path.parent().unwrap());
-    mknod(&path, SFlag::S_IFCHR, Mode::empty(), 0)
-}
-
-fn set_xattr(path: &Path, name: &CStr, value: &[u8]) -> Result<(), Errno> {
-    sys::lsetxattr(&c_path(path), name, value)
-}
-
-/// Whether a mark that needs a privilege was made. A refusal (EPERM) is a visible skip, or
-/// a failure under CI; any other error fails the test.
-fn made(test: &str, what: &str, result: Result<(), Errno>) -> bool {
-    match result {
-        Ok(()) => true,
-        Err(Errno::EPERM) => {
-            assert!(
-                std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-                "{test} needs root to make {what} and VAC_REQUIRE_PRIVILEGED is set: a skip would hide a test that did not run"
-            );
-            eprintln!("SKIPPED {test}: making {what} needs root");
-            false
-        }
-        Err(errno) => panic!("{test}: cannot make {what}: {errno}"),
     }
 }
 
@@ -388,155 +352,6 @@ fn a_created_file_of_the_same_size_but_other_content_is_not_a_rename() {
     );
 }
 
-#[test]
-fn a_whiteout_device_is_a_deletion_of_what_the_lower_layer_held() {
-    let test = "a_whiteout_device_is_a_deletion_of_what_the_lower_layer_held";
-    let layers = Layers::new();
-    file(&layers.lower, "etc/issue", b"Debian\n", 0o644);
-    file(&layers.lower, "etc/old.d/conf", b"c\n", 0o644);
-    if !made(
-        test,
-        "a whiteout device",
-        whiteout(&layers.upper, "etc/issue"),
-    ) {
-        return;
-    }
-    whiteout(&layers.upper, "etc/old.d").unwrap();
-    // A whiteout over nothing: the lower layer does not say what it was.
-    whiteout(&layers.upper, "etc/never").unwrap();
-    assert_eq!(
-        layers.changes(),
-        vec![
-            FsChange::Deleted {
-                path: at("/etc/issue"),
-                was: NodeKind::File,
-            },
-            FsChange::Deleted {
-                path: at("/etc/never"),
-                was: NodeKind::Other,
-            },
-            FsChange::Deleted {
-                path: at("/etc/old.d"),
-                was: NodeKind::Dir,
-            },
-        ]
-    );
-}
-
-#[test]
-fn a_whiteout_and_a_new_copy_of_its_content_are_a_rename() {
-    let test = "a_whiteout_and_a_new_copy_of_its_content_are_a_rename";
-    let layers = Layers::new();
-    file(&layers.lower, "etc/issue.net", b"Debian GNU/Linux\n", 0o644);
-    file(&layers.lower, "etc/motd", b"hello\n", 0o644);
-    if !made(
-        test,
-        "a whiteout device",
-        whiteout(&layers.upper, "etc/issue.net"),
-    ) {
-        return;
-    }
-    file(
-        &layers.upper,
-        "etc/issue.net.moved",
-        b"Debian GNU/Linux\n",
-        0o644,
-    );
-    // Same size, other content: a deletion and a creation, not a rename.
-    whiteout(&layers.upper, "etc/motd").unwrap();
-    file(&layers.upper, "etc/motd.new", b"HELLO\n", 0o644);
-    assert_eq!(
-        layers.changes(),
-        vec![
-            FsChange::Renamed {
-                from: at("/etc/issue.net"),
-                to: at("/etc/issue.net.moved"),
-                digest: digest_of(b"Debian GNU/Linux\n"),
-            },
-            FsChange::Deleted {
-                path: at("/etc/motd"),
-                was: NodeKind::File,
-            },
-            created_file("/etc/motd.new", b"HELLO\n", 0o644),
-        ]
-    );
-}
-
-#[test]
-fn an_empty_file_with_the_whiteout_attribute_is_a_deletion() {
-    // Newer kernels whiteout with an attribute, and mark the parent opaque "x" (it may hold
-    // such whiteouts): that parent is not replaced, so its other lower entries stay.
-    let test = "an_empty_file_with_the_whiteout_attribute_is_a_deletion";
-    let layers = Layers::new();
-    file(&layers.lower, "etc/issue", b"Debian\n", 0o644);
-    file(&layers.lower, "etc/hostname", b"box\n", 0o644);
-    let issue = file(&layers.upper, "etc/issue", b"", 0o644);
-    if !made(
-        test,
-        "a trusted.overlay.whiteout attribute",
-        set_xattr(&issue, c"trusted.overlay.whiteout", b""),
-    ) {
-        return;
-    }
-    set_xattr(&layers.upper.join("etc"), c"trusted.overlay.opaque", b"x").unwrap();
-    assert_eq!(
-        layers.changes(),
-        vec![FsChange::Deleted {
-            path: at("/etc/issue"),
-            was: NodeKind::File,
-        }]
-    );
-}
-
-#[test]
-fn an_opaque_directory_is_replaced_and_its_entries_are_created() {
-    let test = "an_opaque_directory_is_replaced_and_its_entries_are_created";
-    let layers = Layers::new();
-    file(&layers.lower, "etc/conf.d/a", b"a\n", 0o644);
-    file(&layers.lower, "etc/conf.d/b", b"b\n", 0o644);
-    // `rm -r /etc/conf.d; mkdir /etc/conf.d; echo a > /etc/conf.d/a`: the old `a` is hidden,
-    // so the new one is created, not left unchanged.
-    let conf = file(&layers.upper, "etc/conf.d/a", b"a\n", 0o644);
-    if !made(
-        test,
-        "a trusted.overlay.opaque attribute",
-        set_xattr(conf.parent().unwrap(), c"trusted.overlay.opaque", b"y"),
-    ) {
-        return;
-    }
-    assert_eq!(
-        layers.changes(),
-        vec![
-            FsChange::DirReplaced {
-                path: at("/etc/conf.d"),
-            },
-            created_file("/etc/conf.d/a", b"a\n", 0o644),
-        ]
-    );
-}
-
-#[test]
-fn an_owner_change_is_owner_changed() {
-    let test = "an_owner_change_is_owner_changed";
-    let layers = Layers::new();
-    let lower = file(&layers.lower, "etc/shadow", b"root:*:\n", 0o640);
-    let upper = file(&layers.upper, "etc/shadow", b"root:*:\n", 0o640);
-    let chowned = lchown(&upper, Some(1234), Some(2345))
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)));
-    if !made(test, "a file of another owner", chowned) {
-        return;
-    }
-    let old = fs::symlink_metadata(&lower).unwrap();
-    assert_eq!(
-        layers.changes(),
-        vec![FsChange::OwnerChanged {
-            path: at("/etc/shadow"),
-            old: (old.uid(), old.gid()),
-            new: (1234, 2345),
-        }]
-    );
-}
-
 const MARKER: &str = "/.vac-marker-0123abcd";
 
 fn marker() -> Marker {
@@ -667,4 +482,196 @@ fn the_walk_visits_only_what_was_written() {
     // etc, etc/profile and etc/new: none of the thousand files below the lower usr.
     assert_eq!(report.entries_visited, 3);
     assert_eq!(report.changes.len(), 2, "{:?}", report.changes);
+}
+
+/// The cases whose marks need a privilege to make: the `trusted.overlay.*` attributes
+/// (`CAP_SYS_ADMIN`), a foreign owner (`CAP_CHOWN`) and, before Linux 5.8, the 0/0 whiteout
+/// device (`CAP_MKNOD`). Where the kernel refuses one, the case prints `SKIPPED …` and stops;
+/// under CI, where `VAC_REQUIRE_PRIVILEGED` is set, the refusal fails the test instead.
+/// `.config/nextest.toml` shows this module's output so that a skip is seen.
+mod privileged {
+    use std::ffi::CStr;
+    use std::os::unix::fs::{MetadataExt, lchown};
+
+    use nix::errno::Errno;
+    use nix::sys::stat::{Mode, SFlag, mknod};
+
+    use super::*;
+
+    /// The 0/0 character device overlayfs leaves in the upper layer for a deleted path.
+    fn whiteout(layer: &Path, rel: &str) -> Result<(), Errno> {
+        let path = layer.join(rel);
+        dirs(layer, path.parent().unwrap());
+        mknod(&path, SFlag::S_IFCHR, Mode::empty(), 0)
+    }
+
+    fn set_xattr(path: &Path, name: &CStr, value: &[u8]) -> Result<(), Errno> {
+        sys::lsetxattr(&c_path(path), name, value)
+    }
+
+    /// Whether a mark that needs a privilege was made. A refusal (EPERM) is a visible skip, or
+    /// a failure under CI; any other error fails the test.
+    fn made(test: &str, what: &str, result: Result<(), Errno>) -> bool {
+        match result {
+            Ok(()) => true,
+            Err(Errno::EPERM) => {
+                assert!(
+                    std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+                    "{test} needs root to make {what} and VAC_REQUIRE_PRIVILEGED is set: a skip would hide a test that did not run"
+                );
+                eprintln!("SKIPPED {test}: making {what} needs root");
+                false
+            }
+            Err(errno) => panic!("{test}: cannot make {what}: {errno}"),
+        }
+    }
+
+    #[test]
+    fn a_whiteout_device_is_a_deletion_of_what_the_lower_layer_held() {
+        let test = "a_whiteout_device_is_a_deletion_of_what_the_lower_layer_held";
+        let layers = Layers::new();
+        file(&layers.lower, "etc/issue", b"Debian\n", 0o644);
+        file(&layers.lower, "etc/old.d/conf", b"c\n", 0o644);
+        if !made(
+            test,
+            "a whiteout device",
+            whiteout(&layers.upper, "etc/issue"),
+        ) {
+            return;
+        }
+        whiteout(&layers.upper, "etc/old.d").unwrap();
+        // A whiteout over nothing: the lower layer does not say what it was.
+        whiteout(&layers.upper, "etc/never").unwrap();
+        assert_eq!(
+            layers.changes(),
+            vec![
+                FsChange::Deleted {
+                    path: at("/etc/issue"),
+                    was: NodeKind::File,
+                },
+                FsChange::Deleted {
+                    path: at("/etc/never"),
+                    was: NodeKind::Other,
+                },
+                FsChange::Deleted {
+                    path: at("/etc/old.d"),
+                    was: NodeKind::Dir,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_whiteout_and_a_new_copy_of_its_content_are_a_rename() {
+        let test = "a_whiteout_and_a_new_copy_of_its_content_are_a_rename";
+        let layers = Layers::new();
+        file(&layers.lower, "etc/issue.net", b"Debian GNU/Linux\n", 0o644);
+        file(&layers.lower, "etc/motd", b"hello\n", 0o644);
+        if !made(
+            test,
+            "a whiteout device",
+            whiteout(&layers.upper, "etc/issue.net"),
+        ) {
+            return;
+        }
+        file(
+            &layers.upper,
+            "etc/issue.net.moved",
+            b"Debian GNU/Linux\n",
+            0o644,
+        );
+        // Same size, other content: a deletion and a creation, not a rename.
+        whiteout(&layers.upper, "etc/motd").unwrap();
+        file(&layers.upper, "etc/motd.new", b"HELLO\n", 0o644);
+        assert_eq!(
+            layers.changes(),
+            vec![
+                FsChange::Renamed {
+                    from: at("/etc/issue.net"),
+                    to: at("/etc/issue.net.moved"),
+                    digest: digest_of(b"Debian GNU/Linux\n"),
+                },
+                FsChange::Deleted {
+                    path: at("/etc/motd"),
+                    was: NodeKind::File,
+                },
+                created_file("/etc/motd.new", b"HELLO\n", 0o644),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_file_with_the_whiteout_attribute_is_a_deletion() {
+        // Newer kernels whiteout with an attribute, and mark the parent opaque "x" (it may hold
+        // such whiteouts): that parent is not replaced, so its other lower entries stay.
+        let test = "an_empty_file_with_the_whiteout_attribute_is_a_deletion";
+        let layers = Layers::new();
+        file(&layers.lower, "etc/issue", b"Debian\n", 0o644);
+        file(&layers.lower, "etc/hostname", b"box\n", 0o644);
+        let issue = file(&layers.upper, "etc/issue", b"", 0o644);
+        if !made(
+            test,
+            "a trusted.overlay.whiteout attribute",
+            set_xattr(&issue, c"trusted.overlay.whiteout", b""),
+        ) {
+            return;
+        }
+        set_xattr(&layers.upper.join("etc"), c"trusted.overlay.opaque", b"x").unwrap();
+        assert_eq!(
+            layers.changes(),
+            vec![FsChange::Deleted {
+                path: at("/etc/issue"),
+                was: NodeKind::File,
+            }]
+        );
+    }
+
+    #[test]
+    fn an_opaque_directory_is_replaced_and_its_entries_are_created() {
+        let test = "an_opaque_directory_is_replaced_and_its_entries_are_created";
+        let layers = Layers::new();
+        file(&layers.lower, "etc/conf.d/a", b"a\n", 0o644);
+        file(&layers.lower, "etc/conf.d/b", b"b\n", 0o644);
+        // `rm -r /etc/conf.d; mkdir /etc/conf.d; echo a > /etc/conf.d/a`: the old `a` is hidden,
+        // so the new one is created, not left unchanged.
+        let conf = file(&layers.upper, "etc/conf.d/a", b"a\n", 0o644);
+        if !made(
+            test,
+            "a trusted.overlay.opaque attribute",
+            set_xattr(conf.parent().unwrap(), c"trusted.overlay.opaque", b"y"),
+        ) {
+            return;
+        }
+        assert_eq!(
+            layers.changes(),
+            vec![
+                FsChange::DirReplaced {
+                    path: at("/etc/conf.d"),
+                },
+                created_file("/etc/conf.d/a", b"a\n", 0o644),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_owner_change_is_owner_changed() {
+        let test = "an_owner_change_is_owner_changed";
+        let layers = Layers::new();
+        let lower = file(&layers.lower, "etc/shadow", b"root:*:\n", 0o640);
+        let upper = file(&layers.upper, "etc/shadow", b"root:*:\n", 0o640);
+        let chowned = lchown(&upper, Some(1234), Some(2345))
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)));
+        if !made(test, "a file of another owner", chowned) {
+            return;
+        }
+        let old = fs::symlink_metadata(&lower).unwrap();
+        assert_eq!(
+            layers.changes(),
+            vec![FsChange::OwnerChanged {
+                path: at("/etc/shadow"),
+                old: (old.uid(), old.gid()),
+                new: (1234, 2345),
+            }]
+        );
+    }
 }
