@@ -19,7 +19,8 @@ use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use tokio::sync::{Notify, mpsc};
 
 /// What happened to a lab path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FsEventKind {
     Create,
     Modify,
@@ -269,5 +270,30 @@ mod tests {
             "{seen:?}"
         );
         assert_eq!(events.dropped(), 0);
+    }
+
+    #[test]
+    fn event_kinds_serialise_in_snake_case() {
+        use FsEventKind::*;
+        let kinds = [
+            Create,
+            Modify,
+            CloseWrite,
+            CloseNoWrite,
+            Delete,
+            MovedFrom,
+            MovedTo,
+            Attrib,
+            Open,
+        ];
+        let json = serde_json::to_string(&kinds).unwrap();
+        assert_eq!(
+            json,
+            r#"["create","modify","close_write","close_no_write","delete","moved_from","moved_to","attrib","open"]"#
+        );
+        assert_eq!(
+            serde_json::from_str::<[FsEventKind; 9]>(&json).unwrap(),
+            kinds
+        );
     }
 }

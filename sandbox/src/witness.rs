@@ -16,14 +16,15 @@ use std::path::{Path, PathBuf};
 use crate::sys;
 
 /// Size and blake3 hash of a file's content.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FileDigest {
     pub size: u64,
     pub blake3: String,
 }
 
 /// What kind of node a path held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NodeKind {
     File,
     Dir,
@@ -32,7 +33,8 @@ pub enum NodeKind {
 }
 
 /// One change a run made, as a path in the sandbox's view.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
 pub enum FsChange {
     /// A file, directory or special node that did not exist before.
     Created {

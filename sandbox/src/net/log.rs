@@ -41,7 +41,7 @@ pub struct TcpAttempt {
 }
 
 /// The start of an HTTP request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HttpRequest {
     pub request_line: String,
     pub host: Option<String>,
@@ -74,7 +74,7 @@ pub struct RawPacket {
 }
 
 /// Records left out because a cap was reached, per kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Dropped {
     pub dns: u64,
     pub tcp: u64,
@@ -415,5 +415,33 @@ mod tests {
         };
         log.tcp_bytes(index, b"", Some(http), None);
         assert_eq!(log.snapshot(Some(name)).self_test, NetSelfTest::Live);
+    }
+
+    #[test]
+    fn http_requests_and_drop_counts_serialise_by_field_name() {
+        let request = HttpRequest {
+            request_line: "GET /x HTTP/1.1".into(),
+            host: Some("evil.example".into()),
+        };
+        let json = serde_json::to_string(&request).unwrap();
+        assert_eq!(
+            json,
+            r#"{"request_line":"GET /x HTTP/1.1","host":"evil.example"}"#
+        );
+        assert_eq!(serde_json::from_str::<HttpRequest>(&json).unwrap(), request);
+        let dropped = Dropped {
+            dns: 1,
+            tcp: 2,
+            udp: 3,
+            other: 4,
+            tcp_unread: 5,
+            capture: 6,
+        };
+        let json = serde_json::to_string(&dropped).unwrap();
+        assert_eq!(
+            json,
+            r#"{"dns":1,"tcp":2,"udp":3,"other":4,"tcp_unread":5,"capture":6}"#
+        );
+        assert_eq!(serde_json::from_str::<Dropped>(&json).unwrap(), dropped);
     }
 }

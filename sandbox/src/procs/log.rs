@@ -50,7 +50,8 @@ pub struct Exec {
 }
 
 /// Where an exec's argv came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ArgvSource {
     /// Read from the caller's memory while the kernel held the call: complete and exact.
     ExecCall,
@@ -85,7 +86,7 @@ pub struct UidChange {
 }
 
 /// Records the caps turned away.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcDropped {
     pub execs: u64,
     pub failed_execs: u64,
@@ -156,5 +157,38 @@ impl fmt::Display for ProcSensorFailure {
             }
             ProcSensorFailure::Broken { what } => write!(f, "the sensor broke: {what}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_sources_and_drop_counts_serialise_for_receipts() {
+        let sources = [
+            ArgvSource::ExecCall,
+            ArgvSource::Procfs,
+            ArgvSource::Missing,
+        ];
+        let json = serde_json::to_string(&sources).unwrap();
+        assert_eq!(json, r#"["exec_call","procfs","missing"]"#);
+        assert_eq!(
+            serde_json::from_str::<[ArgvSource; 3]>(&json).unwrap(),
+            sources
+        );
+        let dropped = ProcDropped {
+            execs: 1,
+            failed_execs: 2,
+            forks: 3,
+            exits: 4,
+            uid_changes: 5,
+        };
+        let json = serde_json::to_string(&dropped).unwrap();
+        assert_eq!(
+            json,
+            r#"{"execs":1,"failed_execs":2,"forks":3,"exits":4,"uid_changes":5}"#
+        );
+        assert_eq!(serde_json::from_str::<ProcDropped>(&json).unwrap(), dropped);
     }
 }

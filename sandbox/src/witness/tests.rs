@@ -484,6 +484,94 @@ fn the_walk_visits_only_what_was_written() {
     assert_eq!(report.changes.len(), 2, "{:?}", report.changes);
 }
 
+#[test]
+fn changes_serialise_tagged_with_paths_as_strings_and_round_trip() {
+    let fresh = digest_of(b"fresh\n");
+    let changes = vec![
+        created_file("/etc/new", b"fresh\n", 0o640),
+        FsChange::Modified {
+            path: at("/etc/profile"),
+            old: digest_of(b"a\n"),
+            new: fresh.clone(),
+        },
+        FsChange::Deleted {
+            path: at("/etc/old.d"),
+            was: NodeKind::Dir,
+        },
+        FsChange::Renamed {
+            from: at("/etc/issue.net"),
+            to: at("/etc/issue.net.moved"),
+            digest: fresh.clone(),
+        },
+        FsChange::DirReplaced {
+            path: at("/etc/conf.d"),
+        },
+        FsChange::ModeChanged {
+            path: at("/etc/debian_version"),
+            old: 0o644,
+            new: 0o600,
+        },
+        FsChange::OwnerChanged {
+            path: at("/etc/shadow"),
+            old: (0, 42),
+            new: (1234, 2345),
+        },
+        FsChange::Symlink {
+            path: at("/tmp/vac-link"),
+            target: at("/etc/shadow"),
+            previous: None,
+        },
+    ];
+    let json: Vec<String> = changes
+        .iter()
+        .map(|c| serde_json::to_string(c).unwrap())
+        .collect();
+    let digest = format!(r#"{{"size":6,"blake3":"{}"}}"#, fresh.blake3);
+    assert_eq!(
+        json[0],
+        format!(
+            r#"{{"change":"created","path":"/etc/new","kind":"file","digest":{digest},"mode":416}}"#
+        )
+    );
+    assert_eq!(
+        json[2],
+        r#"{"change":"deleted","path":"/etc/old.d","was":"dir"}"#
+    );
+    assert_eq!(
+        json[3],
+        format!(
+            r#"{{"change":"renamed","from":"/etc/issue.net","to":"/etc/issue.net.moved","digest":{digest}}}"#
+        )
+    );
+    assert_eq!(json[4], r#"{"change":"dir_replaced","path":"/etc/conf.d"}"#);
+    assert_eq!(
+        json[6],
+        r#"{"change":"owner_changed","path":"/etc/shadow","old":[0,42],"new":[1234,2345]}"#
+    );
+    assert_eq!(
+        json[7],
+        r#"{"change":"symlink","path":"/tmp/vac-link","target":"/etc/shadow","previous":null}"#
+    );
+    let back: Vec<FsChange> = json
+        .iter()
+        .map(|j| serde_json::from_str(j).unwrap())
+        .collect();
+    assert_eq!(back, changes);
+}
+
+#[test]
+fn node_kinds_serialise_in_snake_case() {
+    let kinds = [
+        NodeKind::File,
+        NodeKind::Dir,
+        NodeKind::Symlink,
+        NodeKind::Other,
+    ];
+    let json = serde_json::to_string(&kinds).unwrap();
+    assert_eq!(json, r#"["file","dir","symlink","other"]"#);
+    assert_eq!(serde_json::from_str::<[NodeKind; 4]>(&json).unwrap(), kinds);
+}
+
 /// The cases whose marks need a privilege to make: the `trusted.overlay.*` attributes
 /// (`CAP_SYS_ADMIN`), a foreign owner (`CAP_CHOWN`) and, before Linux 5.8, the 0/0 whiteout
 /// device (`CAP_MKNOD`). Where the kernel refuses one, the case prints `SKIPPED …` and stops;
