@@ -271,4 +271,29 @@ mod tests {
         );
         assert_eq!(events.dropped(), 0);
     }
+
+    #[test]
+    fn event_kinds_serialise_in_snake_case() {
+        use FsEventKind::*;
+        let kinds = [
+            Create,
+            Modify,
+            CloseWrite,
+            CloseNoWrite,
+            Delete,
+            MovedFrom,
+            MovedTo,
+            Attrib,
+            Open,
+        ];
+        let json = serde_json::to_string(&kinds).unwrap();
+        assert_eq!(
+            json,
+            r#"["create","modify","close_write","close_no_write","delete","moved_from","moved_to","attrib","open"]"#
+        );
+        assert_eq!(
+            serde_json::from_str::<[FsEventKind; 9]>(&json).unwrap(),
+            kinds
+        );
+    }
 }

@@ -158,6 +158,24 @@ pub(crate) fn lgetxattr(path: &CStr, name: &CStr) -> Result<Option<Vec<u8>>, Err
     }
 }
 
+/// Sets an extended attribute of `path` without following a final symlink. Only the witness
+/// tests use it, to lay out by hand the `trusted.overlay.*` marks overlayfs leaves.
+#[cfg(test)]
+pub(crate) fn lsetxattr(path: &CStr, name: &CStr, value: &[u8]) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated C strings and the value pointer and length
+    // describe memory borrowed from `value` for the duration of the call.
+    let rc = unsafe {
+        libc::lsetxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
 /// Borrows a descriptor at a fixed number that the calling process keeps open for its life
 /// (the control and status pipes of a sandbox child).
 pub(crate) fn borrow_fixed(fd: RawFd) -> BorrowedFd<'static> {

@@ -472,3 +472,6 @@ fn io_at(path: &Path) -> impl Fn(io::Error) -> WitnessError + '_ {
         source,
     }
 }
+
+#[cfg(test)]
+mod tests;

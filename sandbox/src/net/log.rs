@@ -416,4 +416,32 @@ mod tests {
         log.tcp_bytes(index, b"", Some(http), None);
         assert_eq!(log.snapshot(Some(name)).self_test, NetSelfTest::Live);
     }
+
+    #[test]
+    fn http_requests_and_drop_counts_serialise_by_field_name() {
+        let request = HttpRequest {
+            request_line: "GET /x HTTP/1.1".into(),
+            host: Some("evil.example".into()),
+        };
+        let json = serde_json::to_string(&request).unwrap();
+        assert_eq!(
+            json,
+            r#"{"request_line":"GET /x HTTP/1.1","host":"evil.example"}"#
+        );
+        assert_eq!(serde_json::from_str::<HttpRequest>(&json).unwrap(), request);
+        let dropped = Dropped {
+            dns: 1,
+            tcp: 2,
+            udp: 3,
+            other: 4,
+            tcp_unread: 5,
+            capture: 6,
+        };
+        let json = serde_json::to_string(&dropped).unwrap();
+        assert_eq!(
+            json,
+            r#"{"dns":1,"tcp":2,"udp":3,"other":4,"tcp_unread":5,"capture":6}"#
+        );
+        assert_eq!(serde_json::from_str::<Dropped>(&json).unwrap(), dropped);
+    }
 }

@@ -159,3 +159,36 @@ impl fmt::Display for ProcSensorFailure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_sources_and_drop_counts_serialise_for_receipts() {
+        let sources = [
+            ArgvSource::ExecCall,
+            ArgvSource::Procfs,
+            ArgvSource::Missing,
+        ];
+        let json = serde_json::to_string(&sources).unwrap();
+        assert_eq!(json, r#"["exec_call","procfs","missing"]"#);
+        assert_eq!(
+            serde_json::from_str::<[ArgvSource; 3]>(&json).unwrap(),
+            sources
+        );
+        let dropped = ProcDropped {
+            execs: 1,
+            failed_execs: 2,
+            forks: 3,
+            exits: 4,
+            uid_changes: 5,
+        };
+        let json = serde_json::to_string(&dropped).unwrap();
+        assert_eq!(
+            json,
+            r#"{"execs":1,"failed_execs":2,"forks":3,"exits":4,"uid_changes":5}"#
+        );
+        assert_eq!(serde_json::from_str::<ProcDropped>(&json).unwrap(), dropped);
+    }
+}
