@@ -21,9 +21,17 @@ pub enum Exit {
 
 /// Every exit code with its meaning, in the order README.md lists them.
 pub const TABLE: [(Exit, u8, &str); 5] = [
-    (Exit::Clean, 0, "no violation confirmed (or `vac verify`: the receipts verify)"),
+    (
+        Exit::Clean,
+        0,
+        "no violation confirmed (or `vac verify`: the receipts verify)",
+    ),
     (Exit::Violation, 1, "a violation was confirmed"),
-    (Exit::Usage, 2, "usage error: bad arguments or a bad contract, before anything runs"),
+    (
+        Exit::Usage,
+        2,
+        "usage error: bad arguments or a bad contract, before anything runs",
+    ),
     (
         Exit::CouldNotRun,
         3,

@@ -11,7 +11,9 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
 use vac_harness::client::HttpEndpoint;
 use vac_harness::exit::Exit;
-use vac_harness::probe::{ContractSource, ProbeError, ProbeOptions, ProbeReport, ReplayError, Target};
+use vac_harness::probe::{
+    ContractSource, ProbeError, ProbeOptions, ProbeReport, ReplayError, Target,
+};
 use vac_harness::{fixture, report};
 
 #[derive(Parser)]
@@ -246,7 +248,11 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             Ok(Exit::of(&report).into())
         }
         Err(error @ ReplayError::Broken { .. }) => {
-            println!("{}: BROKEN: {:#}", args.dir.display(), anyhow::Error::new(error));
+            println!(
+                "{}: BROKEN: {:#}",
+                args.dir.display(),
+                anyhow::Error::new(error)
+            );
             Ok(Exit::Broken.into())
         }
         Err(error) => Err(anyhow::Error::new(error).context("cannot grade the receipts")),
@@ -299,7 +305,9 @@ fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(mismatches) => {
             for m in &mismatches {
-                let at = m.seq.map_or("missing record".to_string(), |s| format!("seq {s}"));
+                let at = m
+                    .seq
+                    .map_or("missing record".to_string(), |s| format!("seq {s}"));
                 println!(
                     "{dir}: MISMATCH: {at}: {} × {}: a verdict the evidence does not support: {}",
                     m.tool, m.clause, m.detail

@@ -188,6 +188,7 @@ fn launched_http_twin_gives_the_same_grid_as_its_stdio_run() {
     assert_eq!(http.json["status"], "completed", "{:#}", http.json);
     assert_eq!(http.output.status.code(), stdio.output.status.code());
     assert_eq!(grid(&http.json), grid(&stdio.json));
+    assert_report_matches(&http);
     // Every sensor ran and proved itself live in the launched runs.
     let fs = cell(&http.json, "read_note", "fs.write");
     assert_eq!(fs["verdict"], "confirmed", "{fs}");
@@ -260,6 +261,7 @@ fn a_third_party_http_server_is_audited_in_the_sandbox() {
     // Sensors were live inside the sandbox: an fs.write cell of a read-only tool is refuted.
     assert_eq!(cell(&probe.json, "echo", "fs.write")["verdict"], "refuted");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    assert_report_matches(&probe);
 }
 
 /// How a broken endpoint answers each POST.
@@ -404,6 +406,7 @@ fn errored(broken: Broken, reasons: &[&str]) -> Arc<AtomicUsize> {
     assert_eq!(probe.output.status.code(), Some(3), "could not run");
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    assert_report_matches(&probe);
     visits
 }
 

@@ -304,4 +304,5 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     assert_eq!(cell("list_directory", "fs.write")["verdict"], "refuted");
     assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    assert_report_matches(&probe);
 }

@@ -32,6 +32,7 @@ mod procs;
 mod rootfs;
 mod rundir;
 mod sandbox;
+pub mod serde_path;
 mod stages;
 mod sys;
 mod teardown;

@@ -38,6 +38,7 @@ pub enum NodeKind {
 pub enum FsChange {
     /// A file, directory or special node that did not exist before.
     Created {
+        #[serde(with = "crate::serde_path")]
         path: PathBuf,
         kind: NodeKind,
         digest: Option<FileDigest>,
@@ -45,32 +46,51 @@ pub enum FsChange {
     },
     /// A file that existed and now has other content.
     Modified {
+        #[serde(with = "crate::serde_path")]
         path: PathBuf,
         old: FileDigest,
         new: FileDigest,
     },
     /// A node that existed and is gone (an overlay whiteout).
-    Deleted { path: PathBuf, was: NodeKind },
+    Deleted {
+        #[serde(with = "crate::serde_path")]
+        path: PathBuf,
+        was: NodeKind,
+    },
     /// A file that vanished from `from` and appeared with the same content at `to`.
     Renamed {
+        #[serde(with = "crate::serde_path")]
         from: PathBuf,
+        #[serde(with = "crate::serde_path")]
         to: PathBuf,
         digest: FileDigest,
     },
     /// A directory whose lower contents were hidden wholesale (an opaque directory).
-    DirReplaced { path: PathBuf },
+    DirReplaced {
+        #[serde(with = "crate::serde_path")]
+        path: PathBuf,
+    },
     /// Permission bits changed.
-    ModeChanged { path: PathBuf, old: u32, new: u32 },
+    ModeChanged {
+        #[serde(with = "crate::serde_path")]
+        path: PathBuf,
+        old: u32,
+        new: u32,
+    },
     /// Owner or group changed.
     OwnerChanged {
+        #[serde(with = "crate::serde_path")]
         path: PathBuf,
         old: (u32, u32),
         new: (u32, u32),
     },
     /// A symbolic link was created or repointed.
     Symlink {
+        #[serde(with = "crate::serde_path")]
         path: PathBuf,
+        #[serde(with = "crate::serde_path")]
         target: PathBuf,
+        #[serde(with = "crate::serde_path::option")]
         previous: Option<PathBuf>,
     },
 }

@@ -304,7 +304,7 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
         FsChange::Modified { old, new, .. } => json!({
             "size": new.size, "blake3": new.blake3, "old_size": old.size, "old_blake3": old.blake3}),
         FsChange::Renamed { from, to, digest } => {
-            json!({"from": from, "to": to, "size": digest.size, "blake3": digest.blake3})
+            json!({"from": shown(from), "to": shown(to), "size": digest.size, "blake3": digest.blake3})
         }
         FsChange::Deleted { was, .. } => json!({"was": format!("{was:?}").to_lowercase()}),
         FsChange::DirReplaced { .. } => json!({"opaque": true}),
@@ -314,7 +314,7 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
         FsChange::OwnerChanged { old, new, .. } => json!({"old_owner": old, "new_owner": new}),
         FsChange::Symlink {
             target, previous, ..
-        } => json!({"target": target, "previous": previous}),
+        } => json!({"target": shown(target), "previous": previous.as_deref().map(shown)}),
     };
     let baseline = control
         .and_then(|c| c.content.as_deref())
@@ -338,6 +338,11 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
         );
     }
     detail
+}
+
+/// A path as evidence shows it (lossy for bytes that are not UTF-8: the event keeps them).
+fn shown(path: &Path) -> String {
+    path.display().to_string()
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {

@@ -33,6 +33,7 @@ pub(crate) enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LabEvent {
     pub(crate) kind: FsEventKind,
+    #[serde(with = "vac_sandbox::serde_path")]
     pub(crate) path: PathBuf,
     pub(crate) is_dir: bool,
     /// Since the run's start.
@@ -50,12 +51,15 @@ impl LabEvent {
 pub(crate) struct ExecSeen {
     pub(crate) pid: i32,
     pub(crate) ppid: Option<i32>,
+    #[serde(with = "vac_sandbox::serde_path")]
     pub(crate) path: PathBuf,
+    #[serde(with = "vac_sandbox::serde_path::option")]
     pub(crate) exe: Option<PathBuf>,
     /// Lossily decoded; the sensor reads argv from the caller's memory.
     pub(crate) argv: Vec<String>,
     pub(crate) argv_truncated: bool,
     pub(crate) argv_source: ArgvSource,
+    #[serde(with = "vac_sandbox::serde_path::option")]
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) uid: Option<u32>,
     pub(crate) t_ns: u64,
@@ -130,7 +134,10 @@ pub(crate) enum Event {
         complete: bool,
     },
     /// A tools/list that failed.
-    ManifestFailed { phase: Phase, error: String },
+    ManifestFailed {
+        phase: Phase,
+        error: String,
+    },
     /// One tools/call: what was sent, why, and what came back when.
     Call(CallRecord),
     /// One change the overlay witness found; payloads: the content after the run, then the
@@ -149,11 +156,19 @@ pub(crate) enum Event {
     /// Payload 0: the bytes kept.
     Datagram(DatagramSeen),
     /// A socket seen listening (sock_diag), first seen at `t_ns`.
-    Listen { address: String, t_ns: u64 },
+    Listen {
+        address: String,
+        t_ns: u64,
+    },
     /// What the program started at, for the network sensor's self-test window.
-    ProgramStarted { t_ns: u64 },
+    ProgramStarted {
+        t_ns: u64,
+    },
     /// The witness's marker path (the sensor's own file, never an effect).
-    Marker { path: PathBuf },
+    Marker {
+        #[serde(with = "vac_sandbox::serde_path")]
+        path: PathBuf,
+    },
     Lost(Lost),
     /// How the run ended, beyond `run_end`'s status.
     Outcome {
@@ -387,9 +402,9 @@ impl RunBuilder {
                 datagram.bytes = take("datagram", 0)?;
                 output.net.udp.push(datagram);
             }
-            Event::Listen { address, t_ns } => output
-                .listens
-                .push((address, Duration::from_nanos(t_ns))),
+            Event::Listen { address, t_ns } => {
+                output.listens.push((address, Duration::from_nanos(t_ns)))
+            }
             Event::ProgramStarted { t_ns } => {
                 output.net.program_started = Some(Duration::from_nanos(t_ns))
             }

@@ -154,7 +154,12 @@ mod tests {
                 "{canary:?}"
             );
         }
-        let mut tokens: Vec<&str> = planted.record.canaries.iter().map(|c| c.token.as_str()).collect();
+        let mut tokens: Vec<&str> = planted
+            .record
+            .canaries
+            .iter()
+            .map(|c| c.token.as_str())
+            .collect();
         tokens.dedup();
         assert_eq!(tokens.len(), 4);
         assert_eq!(

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use vac_contracts::{Grades, Verdict as Graded};
 use vac_receipts::{
     Body, CampaignStart, Contract, Digest, Direction, Event, Frame, Host, Plan, ReceiptWriter,
-    Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict,
-    VerdictKind, WriteError, WriterOptions,
+    Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict, VerdictKind,
+    WriteError, WriterOptions,
 };
 
 use super::event;

@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vac_contracts::{
-    ContractDocument, ErrorKind, LabPaths, RunError, ToolDecl, derive, grade as grade_cells,
-    render,
+    ContractDocument, ErrorKind, LabPaths, RunError, ToolDecl, derive, grade as grade_cells, render,
 };
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
@@ -147,13 +146,14 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
             }
             Body::Contract(contract) => recorded.contract = Some(contract),
             Body::Plan(plan) => {
-                recorded.plan = Some(serde_json::from_value(plan.plan).map_err(|source| {
-                    ReplayError::Plan {
-                        dir: dir.to_path_buf(),
-                        seq,
-                        source,
-                    }
-                })?)
+                recorded.plan =
+                    Some(
+                        serde_json::from_value(plan.plan).map_err(|source| ReplayError::Plan {
+                            dir: dir.to_path_buf(),
+                            seq,
+                            source,
+                        })?,
+                    )
             }
             Body::Verdict(verdict) => recorded.verdicts.push((seq, verdict)),
             _ => {}
@@ -200,9 +200,10 @@ pub(crate) fn grade(
         return Ok(report);
     };
     report.tools = decls.len();
-    report.manifest = control.tools.as_ref().map(|t| {
-        json!({"pages": t.pages, "complete": t.complete, "malformed": malformed.len()})
-    });
+    report.manifest = control
+        .tools
+        .as_ref()
+        .map(|t| json!({"pages": t.pages, "complete": t.complete, "malformed": malformed.len()}));
     let recorded_contract = recorded
         .contract
         .as_ref()
@@ -226,8 +227,12 @@ pub(crate) fn grade(
     report.contract = recorded_contract.blake3.to_hex();
     let compiled = contract.compile()?;
     let mut observation = observe::start(control, &plan.lab);
-    observation.not_called.extend(plan.not_called.iter().cloned());
-    observation.errors.extend(plan.malformed.iter().map(malformed_error));
+    observation
+        .not_called
+        .extend(plan.not_called.iter().cloned());
+    observation
+        .errors
+        .extend(plan.malformed.iter().map(malformed_error));
     for subject in recorded.runs.iter().filter(|r| r.role == Role::Subject) {
         observe::add(&mut observation, subject, control, &plan.lab);
     }
@@ -268,7 +273,9 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
     let report = match grade(&recorded, dir, head) {
         // A log with no verdict records and nothing to grade (a crash before the contract,
         // a log that is not a probe's) claims nothing to check.
-        Err(ReplayError::Incomplete { .. }) if recorded.verdicts.is_empty() => return Ok(Vec::new()),
+        Err(ReplayError::Incomplete { .. }) if recorded.verdicts.is_empty() => {
+            return Ok(Vec::new());
+        }
         graded => graded?,
     };
     let expected = match (&report.grades, recorded.runs.last()) {
@@ -294,7 +301,10 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
             seq: None,
             tool: want.tool.clone(),
             clause: want.clause.clone(),
-            detail: format!("re-grading gives {:?}, the log has no record of it", want.verdict),
+            detail: format!(
+                "re-grading gives {:?}, the log has no record of it",
+                want.verdict
+            ),
         });
     }
     Ok(mismatches)

@@ -41,8 +41,8 @@ pub(crate) fn execs(execs: &[ExecSeen]) -> Vec<Sensed> {
                 class: EffectClass::Exec,
                 target: exec.path.display().to_string(),
                 at: Duration::from_nanos(exec.t_ns),
-                detail: json!({"argv": argv, "argv_truncated": exec.argv_truncated, "exe": exec.exe,
-                    "cwd": exec.cwd, "uid": exec.uid, "pid": exec.pid, "argv_source": format!("{:?}", exec.argv_source)}),
+                detail: json!({"argv": argv, "argv_truncated": exec.argv_truncated, "exe": exec.exe.as_ref().map(|p| p.display().to_string()),
+                    "cwd": exec.cwd.as_ref().map(|p| p.display().to_string()), "uid": exec.uid, "pid": exec.pid, "argv_source": format!("{:?}", exec.argv_source)}),
             }
         })
         .collect()

@@ -18,7 +18,11 @@ use crate::client::CallError;
 const EXCERPT: usize = 200;
 
 /// The protocol effects of one subject run, measured against the control's manifest.
-pub(crate) fn effects(subject: &RunOutput, control: &RunOutput, planted: &LabRecord) -> Vec<Effect> {
+pub(crate) fn effects(
+    subject: &RunOutput,
+    control: &RunOutput,
+    planted: &LabRecord,
+) -> Vec<Effect> {
     let tokens = planted.tokens();
     let mut effects = Vec::new();
     for call in &subject.calls {

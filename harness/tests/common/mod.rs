@@ -113,3 +113,21 @@ pub fn vac(args: &[&str]) -> Output {
 pub fn verify(dir: &Path) -> Output {
     Command::new(VAC).arg("verify").arg(dir).output().unwrap()
 }
+
+/// `vac report --json` of a probe's directory prints the very bytes `vac probe --json`
+/// printed, and exits alike: both grade the receipts through one function.
+pub fn assert_report_matches(probe: &Probe) {
+    let out = probe.receipts.display().to_string();
+    let report = vac(&["report", "--json", out.as_str()]);
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout),
+        String::from_utf8_lossy(&probe.output.stdout),
+        "vac report --json differs from vac probe --json for {out}"
+    );
+    assert_eq!(
+        report.status.code(),
+        probe.output.status.code(),
+        "vac report exits unlike vac probe for {out}: {}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+}
