@@ -179,6 +179,9 @@ pub enum Attribution {
     Call(usize),
     /// After the response of the call with this index (a delayed effect).
     AfterResponse(usize),
+    /// After the harness asked the server to shut down: the server's own exit, reported
+    /// apart from the calls (SPEC §3.4).
+    Shutdown,
     /// No call window holds it.
     Unattributed,
 }
@@ -188,7 +191,7 @@ impl Attribution {
     pub fn call_index(self) -> Option<usize> {
         match self {
             Attribution::Call(i) | Attribution::AfterResponse(i) => Some(i),
-            Attribution::Unattributed => None,
+            Attribution::Shutdown | Attribution::Unattributed => None,
         }
     }
 }

@@ -176,24 +176,38 @@ pub(crate) fn class(change: &FsChange) -> EffectClass {
     }
 }
 
-/// The call whose window holds a write at `at`, or the call it came after.
-pub(crate) fn attribute(at: Duration, calls: &[CallRecord]) -> (Attribution, &'static str) {
-    let timed = calls.iter().filter_map(|c| {
-        c.outcome
-            .as_ref()
-            .ok()
-            .map(|o| (c.index, o.requested_at, o.answered_at))
-    });
-    match timed.rev().find(|(_, requested, _)| *requested <= at) {
-        Some((index, _, answered)) if at <= answered => (
-            Attribution::Call(index),
-            "observed inside the call's window",
-        ),
-        Some((index, _, _)) => (
-            Attribution::AfterResponse(index),
-            "observed after the call's response",
-        ),
-        None => (Attribution::Unattributed, "observed before the first call"),
+/// A run's call windows and when its shutdown was requested: what attribution measures
+/// an effect's time against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Windows<'a> {
+    pub(crate) calls: &'a [CallRecord],
+    pub(crate) shutdown: Option<Duration>,
+}
+
+impl Windows<'_> {
+    /// The call whose window holds an effect at `at`, the call it came after, or the
+    /// shutdown it came after.
+    pub(crate) fn attribute(&self, at: Duration) -> (Attribution, &'static str) {
+        if self.shutdown.is_some_and(|shutdown| at >= shutdown) {
+            return (Attribution::Shutdown, "observed after the shutdown request");
+        }
+        let timed = self.calls.iter().filter_map(|c| {
+            c.outcome
+                .as_ref()
+                .ok()
+                .map(|o| (c.index, o.requested_at, o.answered_at))
+        });
+        match timed.rev().find(|(_, requested, _)| *requested <= at) {
+            Some((index, _, answered)) if at <= answered => (
+                Attribution::Call(index),
+                "observed inside the call's window",
+            ),
+            Some((index, _, _)) => (
+                Attribution::AfterResponse(index),
+                "observed after the call's response",
+            ),
+            None => (Attribution::Unattributed, "observed before the first call"),
+        }
     }
 }
 
@@ -201,11 +215,11 @@ pub(crate) fn attribute(at: Duration, calls: &[CallRecord]) -> (Attribution, &'s
 /// timing, but the run held only this tool's calls.
 pub(crate) fn attributions(
     writes: &[Duration],
-    calls: &[CallRecord],
+    windows: &Windows,
 ) -> Vec<(Attribution, &'static str)> {
     let mut found: Vec<(Attribution, &'static str)> = Vec::new();
     for at in writes {
-        let attribution = attribute(*at, calls);
+        let attribution = windows.attribute(*at);
         if !found.iter().any(|(a, _)| *a == attribution.0) {
             found.push(attribution);
         }
@@ -215,7 +229,7 @@ pub(crate) fn attributions(
         found.retain(|(a, _)| *a != Attribution::Unattributed);
     }
     if found.is_empty() {
-        found.push(match calls.first() {
+        found.push(match windows.calls.first() {
             Some(first) => (
                 Attribution::Call(first.index),
                 "per-tool isolation: the only tool called in this run",
@@ -228,7 +242,7 @@ pub(crate) fn attributions(
 
 /// The contracts' view of an attributable change, once per call it is attributed to; a
 /// rename also yields the created target.
-pub(crate) fn to_effects(item: &Attributable, calls: &[CallRecord], run_id: &str) -> Vec<Effect> {
+pub(crate) fn to_effects(item: &Attributable, windows: &Windows, run_id: &str) -> Vec<Effect> {
     let observed = &item.observed;
     let change = &observed.change;
     let existed_before = match change {
@@ -237,7 +251,7 @@ pub(crate) fn to_effects(item: &Attributable, calls: &[CallRecord], run_id: &str
         _ => true,
     };
     let mut effects = Vec::new();
-    for (attribution, basis) in attributions(&observed.writes, calls) {
+    for (attribution, basis) in attributions(&observed.writes, windows) {
         let mut detail = detail(observed, item.control.as_ref());
         detail["run"] = json!(run_id);
         detail["attribution"] = json!(basis);
@@ -353,13 +367,13 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// call. Opens during startup are unattributed, as the control run shows the same.
 pub(crate) fn reads(
     reads: &[(PathBuf, Duration)],
-    calls: &[CallRecord],
+    windows: &Windows,
     canaries: &[PathBuf],
     run_id: &str,
 ) -> Vec<Effect> {
     let mut effects: Vec<Effect> = Vec::new();
     for (path, at) in reads {
-        let (attribution, basis) = attribute(*at, calls);
+        let (attribution, basis) = windows.attribute(*at);
         let shown = path.display().to_string();
         if effects
             .iter()
@@ -457,11 +471,16 @@ mod tests {
     #[test]
     fn writes_are_attributed_to_the_window_that_holds_them() {
         let calls = [call(3, 100, 200), call(4, 300, 400)];
-        let at = |ms| attribute(Duration::from_millis(ms), &calls).0;
+        let windows = Windows {
+            calls: &calls,
+            shutdown: Some(Duration::from_millis(800)),
+        };
+        let at = |ms| windows.attribute(Duration::from_millis(ms)).0;
         assert_eq!(at(150), Attribution::Call(3));
         assert_eq!(at(250), Attribution::AfterResponse(3));
         assert_eq!(at(350), Attribution::Call(4));
-        assert_eq!(at(900), Attribution::AfterResponse(4));
+        assert_eq!(at(700), Attribution::AfterResponse(4));
+        assert_eq!(at(900), Attribution::Shutdown);
         assert_eq!(at(50), Attribution::Unattributed);
     }
 
@@ -469,12 +488,16 @@ mod tests {
     fn a_log_appended_in_several_calls_names_each_call_and_drops_startup() {
         let calls = [call(3, 100, 200), call(4, 300, 400)];
         let writes: Vec<Duration> = [20, 150, 350, 360].map(Duration::from_millis).to_vec();
-        let found: Vec<Attribution> = attributions(&writes, &calls)
+        let windows = Windows {
+            calls: &calls,
+            shutdown: None,
+        };
+        let found: Vec<Attribution> = attributions(&writes, &windows)
             .into_iter()
             .map(|a| a.0)
             .collect();
         assert_eq!(found, [Attribution::Call(3), Attribution::Call(4)]);
-        let outside = attributions(&[], &calls);
+        let outside = attributions(&[], &windows);
         assert_eq!(outside[0].0, Attribution::Call(3));
     }
 }

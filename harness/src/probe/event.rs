@@ -160,6 +160,10 @@ pub(crate) enum Event {
         address: String,
         t_ns: u64,
     },
+    /// When the client asked the server to shut down: later effects are the shutdown's.
+    Shutdown {
+        t_ns: u64,
+    },
     /// What the program started at, for the network sensor's self-test window.
     ProgramStarted {
         t_ns: u64,
@@ -251,6 +255,11 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
     }
     if let Some(at) = output.net.program_started {
         out.push(plain(Event::ProgramStarted {
+            t_ns: at.as_nanos() as u64,
+        }));
+    }
+    if let Some(at) = output.shutdown {
+        out.push(plain(Event::Shutdown {
             t_ns: at.as_nanos() as u64,
         }));
     }
@@ -408,6 +417,7 @@ impl RunBuilder {
             Event::ProgramStarted { t_ns } => {
                 output.net.program_started = Some(Duration::from_nanos(t_ns))
             }
+            Event::Shutdown { t_ns } => output.shutdown = Some(Duration::from_nanos(t_ns)),
             Event::Marker { path } => output.marker = Some(path),
             Event::Lost(lost) => output.lost = lost,
             Event::Outcome {

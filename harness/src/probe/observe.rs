@@ -48,16 +48,20 @@ pub(crate) fn add(
             repeat_of: call.repeat_of,
         });
     }
+    let windows = effects::Windows {
+        calls: &subject.calls,
+        shutdown: subject.shutdown,
+    };
     let (attributable, subtracted) = effects::subtract(&subject.changes, &control.changes);
     for item in &attributable {
         observation
             .effects
-            .extend(effects::to_effects(item, &subject.calls, &subject.id));
+            .extend(effects::to_effects(item, &windows, &subject.id));
     }
     let canaries = planted.canary_paths();
     observation.effects.extend(effects::reads(
         &subject.reads(),
-        &subject.calls,
+        &windows,
         &canaries,
         &subject.id,
     ));
@@ -67,13 +71,13 @@ pub(crate) fn add(
     observation.effects.extend(sensed::effects(
         &execs(subject),
         &execs(control),
-        &subject.calls,
+        &windows,
         &subject.id,
     ));
     observation.effects.extend(sensed::effects(
         &network(subject),
         &network(control),
-        &subject.calls,
+        &windows,
         &subject.id,
     ));
     let (listens, background) = (
@@ -83,7 +87,7 @@ pub(crate) fn add(
     observation.effects.extend(sensed::effects(
         &listens,
         &background,
-        &subject.calls,
+        &windows,
         &subject.id,
     ));
     observation

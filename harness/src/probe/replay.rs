@@ -349,3 +349,60 @@ pub(crate) fn canonical(dir: &Path) -> PathBuf {
 pub(crate) fn placeholder(name: &str) -> Option<ToolDecl> {
     serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).ok()
 }
+
+/// The subtraction and attribution stage on recorded events, for data-driven tests: lines
+/// of `{"lab": …}` (the plan's lab) and `{"run": "control"|"subject", "tool": …, "event":
+/// …, "payloads": ["text", …]}`; the result lists the subject's attributable effects
+/// (`class`, `path`, `attribution`; `canary` for reads, `argv` for execs) and the control's subtracted
+/// ones (`class`, `path`).
+pub fn observe_case(lines: &str) -> Result<Value, String> {
+    let mut lab: Option<super::plants::LabRecord> = None;
+    let mut control = RunBuilder::new("control".into(), Role::Control, None);
+    let mut subject = RunBuilder::new("subject".into(), Role::Subject, None);
+    for (number, line) in lines
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let at = |e: String| format!("line {}: {e}", number + 1);
+        let value: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        if let Some(record) = value.get("lab") {
+            lab = Some(serde_json::from_value(record.clone()).map_err(|e| at(e.to_string()))?);
+            continue;
+        }
+        let run = match value["run"].as_str() {
+            Some("control") => &mut control,
+            Some("subject") => &mut subject,
+            other => return Err(at(format!("run must be control or subject, not {other:?}"))),
+        };
+        if let Some(tool) = value["tool"].as_str() {
+            run.tool(Some(tool.to_string()));
+        }
+        let payloads = value["payloads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| p.as_str().unwrap_or_default().as_bytes().to_vec())
+            .collect();
+        run.event(&value["event"], payloads)
+            .map_err(|e| at(e.to_string()))?;
+    }
+    let lab = lab.ok_or("no {\"lab\": …} line")?;
+    let (control, subject) = (control.finish(), subject.finish());
+    let mut observation = observe::start(&control, &lab);
+    observe::add(&mut observation, &subject, &control, &lab);
+    let effect = |e: &vac_contracts::Effect| {
+        let mut shown = json!({"class": e.class, "path": e.path, "attribution": e.attribution});
+        match e.class {
+            vac_contracts::EffectClass::Read => shown["canary"] = e.detail["canary"].clone(),
+            vac_contracts::EffectClass::Exec => shown["argv"] = e.detail["argv"].clone(),
+            _ => {}
+        }
+        shown
+    };
+    Ok(json!({
+        "effects": observation.effects.iter().map(effect).collect::<Vec<_>>(),
+        "control_subtracted": observation.control_subtracted.iter()
+            .map(|e| json!({"class": e.class, "path": e.path})).collect::<Vec<_>>(),
+    }))
+}

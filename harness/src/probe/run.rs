@@ -125,6 +125,8 @@ pub(crate) struct RunOutput {
     pub(crate) sensors: SensorReadings,
     pub(crate) lost: Lost,
     pub(crate) failure: Option<RunFailure>,
+    /// When the client asked the server to shut down (on the frame log's clock).
+    pub(crate) shutdown: Option<Duration>,
     /// How the program ended, as the sandbox said it.
     pub(crate) termination: Option<String>,
     /// A remote target: only the protocol was witnessed.
@@ -161,6 +163,7 @@ impl RunOutput {
             },
             lost: Lost::default(),
             failure: None,
+            shutdown: None,
             termination: None,
             remote: false,
         }
@@ -507,6 +510,7 @@ async fn converse(
         });
     }
     output.list_changed = session.tools_list_changed();
+    output.shutdown = Some(log.elapsed());
     session.shutdown().await;
 }
 

@@ -2,16 +2,15 @@
 //! statuses: execs (program, argv, cwd), DNS names, TCP connections (host, port, first
 //! bytes) and UDP datagrams, each checked for the planted canary tokens.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use vac_contracts::{Effect, EffectClass};
 
-use super::effects::{attribute, normalise_text};
+use super::effects::{Windows, normalise_text};
 use super::event::{ExecSeen, Lost, NetSeen};
 use super::protocol::canaries_in;
-use super::run::CallRecord;
 
 const EXCERPT: usize = 200;
 
@@ -26,8 +25,22 @@ pub(crate) struct Sensed {
 }
 
 impl Sensed {
+    /// What makes two observations the same for subtraction: class and normalised target;
+    /// for an exec also its argv and working directory, so `git status` in a call is not
+    /// hidden by the `git version` the server ran at startup.
     fn key(&self) -> (EffectClass, String) {
-        (self.class, normalise_text(&self.target))
+        let mut key = normalise_text(&self.target);
+        if self.class == EffectClass::Exec {
+            for part in self.detail["argv"].as_array().into_iter().flatten() {
+                key.push('\0');
+                key.push_str(&normalise_text(part.as_str().unwrap_or_default()));
+            }
+            key.push_str("\0cwd=");
+            key.push_str(&normalise_text(
+                self.detail["cwd"].as_str().unwrap_or_default(),
+            ));
+        }
+        (self.class, key)
     }
 }
 
@@ -129,16 +142,30 @@ pub(crate) fn listens(listens: &[(String, Duration)]) -> Vec<Sensed> {
 }
 
 /// The subject's attempts that the control run did not make, as effects attributed to calls.
+/// Execs are subtracted by count (the control's one `git version` explains one of the
+/// subject's, not a second); network attempts by kind, since resolvers and clients retry
+/// as timing has it.
 pub(crate) fn effects(
     subject: &[Sensed],
     control: &[Sensed],
-    calls: &[CallRecord],
+    windows: &Windows,
     run_id: &str,
 ) -> Vec<Effect> {
-    let background: HashSet<(EffectClass, String)> = control.iter().map(Sensed::key).collect();
+    let mut background: HashMap<(EffectClass, String), usize> = HashMap::new();
+    for sensed in control {
+        *background.entry(sensed.key()).or_default() += 1;
+    }
     let mut effects: Vec<Effect> = Vec::new();
-    for sensed in subject.iter().filter(|s| !background.contains(&s.key())) {
-        let (attribution, basis) = attribute(sensed.at, calls);
+    for sensed in subject {
+        match background.get_mut(&sensed.key()) {
+            Some(_) if sensed.class != EffectClass::Exec => continue,
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                continue;
+            }
+            _ => {}
+        }
+        let (attribution, basis) = windows.attribute(sensed.at);
         let duplicate = effects.iter().any(|e| {
             e.class == sensed.class && e.path == sensed.target && e.attribution == attribution
         });
