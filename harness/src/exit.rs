@@ -70,3 +70,27 @@ impl From<Exit> for ExitCode {
         ExitCode::from(exit.code())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readme_documents_exactly_the_codes_of_the_table() {
+        let readme = include_str!("../../README.md");
+        let section = readme
+            .split("### Exit codes")
+            .nth(1)
+            .expect("an exit code section");
+        let documented: Vec<u8> = section
+            .lines()
+            .take_while(|l| !l.starts_with("## "))
+            .filter_map(|l| l.strip_prefix("| ")?.split(' ').next()?.parse().ok())
+            .collect();
+        let codes: Vec<u8> = TABLE.iter().map(|(_, code, _)| *code).collect();
+        assert_eq!(documented, codes);
+        for (exit, code, _) in TABLE {
+            assert_eq!(exit.code(), code);
+        }
+    }
+}

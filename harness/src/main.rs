@@ -155,10 +155,7 @@ enum Transport {
     Http,
 }
 
-/// Exit codes (README.md lists them): 0 no violation, 1 violation confirmed, 2 usage error
-/// (clap, or a contract that does not parse or name the server's tools), 3 could not run
-/// (sandbox failure or server not auditable), 4 receipt chain broken.
-
+/// Exit codes: `vac_harness::exit::TABLE` (README.md lists them).
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
