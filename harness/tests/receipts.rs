@@ -24,6 +24,16 @@ fn probe_and_report_print_the_same_bytes_and_exit_alike() {
             probe.json
         );
         assert_report_matches(&probe);
+        // The same fixture served over Streamable HTTP inside the sandbox.
+        let mut http = fixture(mode).to_vec();
+        http.extend(["--transport", "http", "--port", "8931"]);
+        let probe = common::probe(&["--http", "8931"], &http);
+        assert_eq!(
+            probe.json["status"], "completed",
+            "{mode}: {:#}",
+            probe.json
+        );
+        assert_report_matches(&probe);
     }
     // A probe that could not run: the report of its receipts exits 3 as it did.
     let not_mcp = probe(
@@ -257,4 +267,42 @@ fn a_tool_with_a_malformed_annotation_is_errored_not_silent() {
     assert_eq!(cell(&probe.json, "fine", "fs.write")["verdict"], "refuted");
     assert_report_matches(&probe);
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+/// A server whose tools/list always has a next page.
+const ENDLESS_PAGES: &str = r#"
+import json, sys
+def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "pages", "version": "1"}}})
+    elif m["method"] == "tools/list":
+        page = int((m.get("params") or {}).get("cursor") or 0)
+        tool = {"name": "t%d" % page, "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": True}}
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [tool], "nextCursor": str(page + 1)}})
+    elif m["method"] == "tools/call":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "ok"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+"#;
+
+#[test]
+fn a_tools_list_that_never_ends_is_cut_off_and_says_so() {
+    if !privileged("a_tools_list_that_never_ends_is_cut_off_and_says_so") {
+        return;
+    }
+    let probe = probe(
+        &["--max-calls", "1"],
+        &["/usr/bin/python3", "-c", ENDLESS_PAGES],
+    );
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let manifest = &probe.json["manifest"];
+    assert_eq!(manifest["complete"], false, "{manifest}");
+    assert_eq!(manifest["pages"], 64, "{manifest}");
+    assert_eq!(probe.json["tools"], 64, "{manifest}");
+    assert_report_matches(&probe);
 }
