@@ -17,10 +17,12 @@ pub enum Exit {
     CouldNotRun,
     /// The receipt chain is broken, or a verdict record is not what its evidence gives.
     Broken,
+    /// Nothing was confirmed, but some cell errored: no clean bill of health.
+    Incomplete,
 }
 
 /// Every exit code with its meaning, in the order README.md lists them.
-pub const TABLE: [(Exit, u8, &str); 5] = [
+pub const TABLE: [(Exit, u8, &str); 6] = [
     (
         Exit::Clean,
         0,
@@ -42,6 +44,11 @@ pub const TABLE: [(Exit, u8, &str); 5] = [
         4,
         "the receipt chain is broken, or a verdict record is not what its evidence gives",
     ),
+    (
+        Exit::Incomplete,
+        5,
+        "incomplete: no violation confirmed, but some cell errored",
+    ),
 ];
 
 impl Exit {
@@ -59,6 +66,8 @@ impl Exit {
             Exit::CouldNotRun
         } else if report.violation() {
             Exit::Violation
+        } else if report.errored() {
+            Exit::Incomplete
         } else {
             Exit::Clean
         }

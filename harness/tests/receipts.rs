@@ -244,6 +244,11 @@ fn a_tool_with_a_malformed_annotation_is_errored_not_silent() {
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
     assert_eq!(probe.json["tools"], 2, "{:#}", probe.json);
     assert_eq!(probe.json["manifest"]["malformed"], 1, "{:#}", probe.json);
+    assert_eq!(
+        probe.output.status.code(),
+        Some(5),
+        "errored cells and nothing confirmed: incomplete"
+    );
     let sloppy: Vec<&Value> = probe.json["verdicts"]
         .as_array()
         .unwrap()

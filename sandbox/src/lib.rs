@@ -57,5 +57,6 @@ pub use sandbox::{
     LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
 };
 pub use witness::{
-    FileDigest, FsChange, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError, WitnessReport,
+    FileDigest, FsChange, HASH_CAP, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError,
+    WitnessReport,
 };

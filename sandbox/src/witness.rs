@@ -15,12 +15,20 @@ use std::path::{Path, PathBuf};
 
 use crate::sys;
 
-/// Size and blake3 hash of a file's content.
+/// Size and blake3 hash of a file's content: of all of it, or of its first
+/// [`HASH_CAP`] bytes when it is larger (`partial`), so a hostile file (a sparse file of
+/// 2^62 bytes) costs a bounded read.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FileDigest {
     pub size: u64,
     pub blake3: String,
+    /// The hash covers only the first [`HASH_CAP`] bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
+
+/// Bytes of one file the witness hashes at most.
+pub const HASH_CAP: u64 = 64 << 20;
 
 /// What kind of node a path held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -227,6 +235,7 @@ impl OverlayWitness {
         let expected = FileDigest {
             size: marker.content.len() as u64,
             blake3: blake3::hash(&marker.content).to_hex().to_string(),
+            partial: false,
         };
         let found = changes.iter().position(|c| {
             matches!(c, FsChange::Created { path, digest: Some(d), .. } if *path == marker.path && *d == expected)
@@ -468,12 +477,15 @@ fn is_whiteout(path: &Path, meta: &fs::Metadata) -> Result<bool, WitnessError> {
 
 fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
     let file = File::open(path).map_err(io_at(path))?;
+    let size = file.metadata().map_err(io_at(path))?.len();
     let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(file).map_err(io_at(path))?;
-    let size = fs::symlink_metadata(path).map_err(io_at(path))?.len();
+    hasher
+        .update_reader(io::Read::take(file, HASH_CAP))
+        .map_err(io_at(path))?;
     Ok(FileDigest {
         size,
         blake3: hasher.finalize().to_hex().to_string(),
+        partial: size > HASH_CAP,
     })
 }
 

@@ -330,6 +330,17 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
             target, previous, ..
         } => json!({"target": shown(target), "previous": previous.as_deref().map(shown)}),
     };
+    let partial = match &observed.change {
+        FsChange::Created {
+            digest: Some(d), ..
+        }
+        | FsChange::Renamed { digest: d, .. } => d.partial,
+        FsChange::Modified { old, new, .. } => old.partial || new.partial,
+        _ => false,
+    };
+    if partial {
+        detail["hash_partial"] = json!(vac_sandbox::HASH_CAP);
+    }
     let baseline = control
         .and_then(|c| c.content.as_deref())
         .or(observed.old_content.as_deref());
@@ -403,6 +414,7 @@ mod tests {
         let digest = FileDigest {
             size: content.len() as u64,
             blake3: blake3::hash(content).to_hex().to_string(),
+            partial: false,
         };
         ObservedChange {
             change: FsChange::Created {

@@ -142,6 +142,14 @@ impl ProbeReport {
             .as_ref()
             .is_some_and(|g| g.cells.iter().any(|c| c.verdict.name() == "confirmed"))
     }
+
+    /// Whether any cell is `errored` (a sensor failed, a run crashed or timed out, a cap
+    /// was hit, a declaration was malformed).
+    pub fn errored(&self) -> bool {
+        self.grades
+            .as_ref()
+            .is_some_and(|g| g.cells.iter().any(|c| c.verdict.name() == "errored"))
+    }
 }
 
 /// The contract record's name when the contract was derived from the annotations.

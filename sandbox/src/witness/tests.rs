@@ -67,6 +67,7 @@ fn digest_of(content: &[u8]) -> FileDigest {
     FileDigest {
         size: content.len() as u64,
         blake3: blake3::hash(content).to_hex().to_string(),
+        partial: false,
     }
 }
 
@@ -112,6 +113,7 @@ fn an_empty_created_file_is_not_a_whiteout() {
     let empty = FileDigest {
         size: 0,
         blake3: "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262".into(),
+        partial: false,
     };
     assert_eq!(
         layers.changes(),
@@ -762,4 +764,46 @@ mod privileged {
             }]
         );
     }
+}
+
+#[test]
+fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
+    let layers = Layers::new();
+    let path = layers.upper.join("huge");
+    let file = fs::File::create(&path).unwrap();
+    file.set_len(1 << 40).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    let changes = layers.changes();
+    let [
+        FsChange::Created {
+            digest: Some(digest),
+            ..
+        },
+    ] = changes.as_slice()
+    else {
+        panic!("{changes:?}");
+    };
+    assert_eq!(digest.size, 1 << 40);
+    assert!(digest.partial);
+    let zeros = vec![0u8; HASH_CAP as usize];
+    assert_eq!(digest.blake3, blake3::hash(&zeros).to_hex().to_string());
+    // A file within the cap is hashed whole and says so.
+    let small = file_digest_of(&layers, b"abc");
+    assert!(!small.partial);
+}
+
+fn file_digest_of(layers: &Layers, content: &[u8]) -> FileDigest {
+    file(&layers.upper, "small", content, 0o644);
+    let changes = layers.changes();
+    changes
+        .iter()
+        .find_map(|c| match c {
+            FsChange::Created {
+                path,
+                digest: Some(d),
+                ..
+            } if path.ends_with("small") => Some(d.clone()),
+            _ => None,
+        })
+        .unwrap()
 }
