@@ -59,6 +59,9 @@ struct ProbeArgs {
     /// Calls per tool at most.
     #[arg(long, default_value_t = 6)]
     max_calls: usize,
+    /// Tools given a subject run at most; the rest are `skipped: budget`.
+    #[arg(long, default_value_t = 128)]
+    max_tools: usize,
     /// A contract document (TOML) to grade against instead of the annotations alone.
     #[arg(long)]
     contract: Option<PathBuf>,
@@ -202,6 +205,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
+    options.max_tools = args.max_tools;
     if let Some(path) = args.contract {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read contract {}", path.display()))?;

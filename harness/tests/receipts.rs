@@ -296,12 +296,12 @@ for line in sys.stdin:
 "#;
 
 #[test]
-fn a_tools_list_that_never_ends_is_cut_off_and_says_so() {
-    if !privileged("a_tools_list_that_never_ends_is_cut_off_and_says_so") {
+fn a_tools_list_that_never_ends_is_cut_off_and_the_tool_budget_holds() {
+    if !privileged("a_tools_list_that_never_ends_is_cut_off_and_the_tool_budget_holds") {
         return;
     }
     let probe = probe(
-        &["--max-calls", "1"],
+        &["--max-calls", "1", "--max-tools", "4"],
         &["/usr/bin/python3", "-c", ENDLESS_PAGES],
     );
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
@@ -309,5 +309,18 @@ fn a_tools_list_that_never_ends_is_cut_off_and_says_so() {
     assert_eq!(manifest["complete"], false, "{manifest}");
     assert_eq!(manifest["pages"], 64, "{manifest}");
     assert_eq!(probe.json["tools"], 64, "{manifest}");
+    // Four tools got a subject run; the other sixty are skipped for the budget, not lost.
+    let subjects = probe.json["runs"].as_array().unwrap().len() - 1;
+    assert_eq!(subjects, 4);
+    let budget: Vec<&Value> = probe.json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["reason"] == "budget")
+        .collect();
+    assert!(budget.iter().all(|c| c["tool"] != "t0"), "{budget:?}");
+    let tools: std::collections::BTreeSet<&str> =
+        budget.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(tools.len(), 60, "{tools:?}");
     assert_report_matches(&probe);
 }

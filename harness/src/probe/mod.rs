@@ -53,6 +53,8 @@ pub struct ProbeOptions {
     pub quiet: Quiet,
     pub client: ClientOptions,
     pub max_calls_per_tool: usize,
+    /// Subject runs per server at most; the tools beyond are `skipped: budget`.
+    pub max_tools: usize,
     pub seed: u64,
     pub limits: Limits,
     /// Host directory for run directories (default: the sandbox's).
@@ -82,6 +84,7 @@ impl ProbeOptions {
                 ..ClientOptions::default()
             },
             max_calls_per_tool: 6,
+            max_tools: 128,
             seed: 0,
             limits: Limits {
                 wall_clock: Duration::from_secs(300),
@@ -169,7 +172,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
     let target = options.target.describe();
     let nonce = nonce()?;
-    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool,
+    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "max_tools": options.max_tools,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
         "client": options.client, "limits": options.limits});
@@ -311,6 +314,11 @@ fn plan_probe(
         if !restricted(None) {
             plan.not_called
                 .push((decl.name.clone(), SkipReason::NothingPromised));
+            continue;
+        }
+        if plan.runs.len() > options.max_tools {
+            plan.not_called
+                .push((decl.name.clone(), SkipReason::Budget));
             continue;
         }
         let repeat = restricted(Some(Clause::Idempotent));
