@@ -147,6 +147,7 @@ pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, G
     let mut cells = Vec::new();
     for tool in contract.tools() {
         for spec in GRADED {
+            let (calls, succeeded) = ctx.counts(tool, spec);
             let verdict = match contract.rule(tool, spec.clause) {
                 Some(rule) => ctx.cell(tool, spec, rule),
                 // `compile` guarantees a rule per graded clause; check_complete would
@@ -157,6 +158,8 @@ pub fn grade(contract: &CompiledContract, obs: &Observation) -> Result<Grades, G
                 tool: tool.to_owned(),
                 clause: spec.clause,
                 verdict,
+                calls,
+                succeeded,
             });
         }
     }
@@ -195,6 +198,19 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The calls of `tool` that bear on a clause, and how many of them succeeded.
+    fn counts(&self, tool: &str, spec: &ClauseSpec) -> (usize, usize) {
+        let bearing = self.obs.calls.iter().filter(|c| {
+            c.tool == tool && (spec.subject != Subject::Repeats || c.repeat_of.is_some())
+        });
+        let (mut calls, mut succeeded) = (0, 0);
+        for call in bearing {
+            calls += 1;
+            succeeded += usize::from(call.ok);
+        }
+        (calls, succeeded)
+    }
+
     fn cell(&self, tool: &str, spec: &ClauseSpec, rule: &CompiledRule) -> Verdict {
         let basis = rule.basis.clone();
         // A declaration that could not be read promises nothing knowable: say so, first.
@@ -305,17 +321,32 @@ impl Context<'_> {
                 evidence: json!({ "sensors": sensors, "without_self_test": silent }),
             };
         }
+        // Calls that all failed never did the tool's job: their silence proves nothing.
+        let (_, succeeded) = self.counts(tool, spec);
+        if succeeded == 0 && spec.subject != Subject::Manifest {
+            let errors: Vec<_> = self
+                .calls
+                .values()
+                .filter(|c| c.tool == tool)
+                .map(|c| json!({"index": c.index, "error": c.error}))
+                .collect();
+            return skipped(
+                SkipReason::NoSuccessfulCall,
+                json!({ "calls": made, "succeeded": 0, "errors": errors }),
+            );
+        }
         let absent = |s: &SensorStatus| s.status == SensorState::CapabilityAbsent;
         if sensors.iter().any(absent) {
             if !sensors.iter().all(absent) || fallback.is_empty() {
                 return skipped(SkipReason::CapabilityAbsent, json!({ "sensors": sensors }));
             }
-            return by_fallback(basis, made, sensors, fallback);
+            return by_fallback(basis, (made, succeeded), sensors, fallback);
         }
         // A live fallback adds its proof; one that failed leaves the primary sensors to it.
         Verdict::Refuted {
             basis,
             calls: made,
+            succeeded,
             sensors: sensors
                 .into_iter()
                 .chain(
@@ -332,7 +363,7 @@ impl Context<'_> {
 /// self-tests: all live ⇒ refuted on them alone; any blind or failed ⇒ errored; else absent.
 fn by_fallback(
     basis: String,
-    made: usize,
+    (made, succeeded): (usize, usize),
     sensors: Vec<SensorStatus>,
     fallback: Vec<SensorStatus>,
 ) -> Verdict {
@@ -352,6 +383,7 @@ fn by_fallback(
         return Verdict::Refuted {
             basis,
             calls: made,
+            succeeded,
             sensors: fallback,
         };
     }

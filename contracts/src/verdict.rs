@@ -19,6 +19,12 @@ pub struct Cell {
     /// The verdict and its evidence.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// Calls of the tool that bear on the cell (for `idempotent`, the repeated ones).
+    #[serde(default, rename = "cell_calls")]
+    pub calls: usize,
+    /// How many of those the server answered with a result that is not an error.
+    #[serde(default, rename = "cell_succeeded")]
+    pub succeeded: usize,
 }
 
 /// What grading found for one cell. Severity is not part of the verdict.
@@ -44,6 +50,8 @@ pub enum Verdict {
         basis: String,
         /// How many calls of the tool were made.
         calls: usize,
+        /// How many of them succeeded (at least one: otherwise the cell is skipped).
+        succeeded: usize,
         /// The self-tests proving the backing sensors were live.
         sensors: Vec<SensorStatus>,
     },
@@ -77,6 +85,8 @@ pub enum SkipReason {
     CapabilityAbsent,
     /// The call budget ran out before the tool was called.
     Budget,
+    /// Every call failed: nothing shows what the tool does when it does its job.
+    NoSuccessfulCall,
 }
 
 impl SkipReason {
@@ -88,6 +98,7 @@ impl SkipReason {
             SkipReason::NoPathArgument => "no_path_argument",
             SkipReason::CapabilityAbsent => "capability_absent",
             SkipReason::Budget => "budget",
+            SkipReason::NoSuccessfulCall => "no_successful_call",
         }
     }
 }
@@ -184,8 +195,11 @@ impl Cell {
             Verdict::Refuted {
                 basis,
                 calls,
+                succeeded,
                 sensors,
-            } => json!({ "basis": basis, "calls": calls, "sensors": sensors }),
+            } => {
+                json!({ "basis": basis, "calls": calls, "succeeded": succeeded, "sensors": sensors })
+            }
             Verdict::Skipped { evidence, .. } | Verdict::Errored { evidence, .. } => {
                 evidence.clone()
             }
@@ -201,6 +215,8 @@ impl Cell {
             "verdict": self.verdict.name(),
             "reason": self.reason(),
             "evidence": self.evidence(),
+            "calls": self.calls,
+            "succeeded": self.succeeded,
         })
     }
 }

@@ -154,7 +154,9 @@ fn verdict_cell_json_has_the_spec_shape() {
             "clause": "fs.write",
             "verdict": "skipped",
             "reason": "not_called",
-            "evidence": null
+            "evidence": null,
+            "calls": 0,
+            "succeeded": 0
         })
     );
 }

@@ -117,7 +117,17 @@ pub(crate) fn check_evidence(
         .keys()
         .map(String::as_str)
         .collect();
-    if keys != ["clause", "evidence", "reason", "tool", "verdict"] {
+    if keys
+        != [
+            "calls",
+            "clause",
+            "evidence",
+            "reason",
+            "succeeded",
+            "tool",
+            "verdict",
+        ]
+    {
         failures.push(format!("{at}: JSON keys {keys:?}"));
     }
     match &cell.verdict {
