@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
 use super::plants::LabRecord;
-use super::protocol::{excerpt, instructions_in_result, manifest_drift, secrets_in_result};
+use super::protocol::{
+    Drift, excerpt, instructions_in_result, manifest_drift, reordered_only, secrets_in_result,
+};
 use super::run::{CallRecord, Role, RunOutput};
 use crate::client::CallError;
 
@@ -64,19 +66,28 @@ pub(crate) fn effects(
             ));
         }
     }
-    let reviewed = control
-        .tools
-        .as_ref()
-        .and_then(|t| t.raw.as_array())
-        .map_or(&[][..], Vec::as_slice);
+    let (reviewed, launched) = (listed(control), listed(subject));
     if let Some(Ok(Value::Array(later))) = &subject.later_tools {
         let last = subject.calls.last();
-        for drift in manifest_drift(reviewed, later) {
+        // Within the session every change is the server's doing; across launches a text
+        // that differs only by the order of its items (a set printed in hash order) is
+        // nondeterminism, not a rug pull.
+        let mut drifts: Vec<(Drift, &str)> = manifest_drift(launched, later)
+            .into_iter()
+            .map(|d| (d, "within_session"))
+            .collect();
+        for drift in manifest_drift(reviewed, launched) {
+            let known = drifts.iter().any(|(d, _)| d.tool == drift.tool);
+            if !known && !reordered_only(reviewed, launched, &drift.tool) {
+                drifts.push((drift, "across_launches"));
+            }
+        }
+        for (drift, between) in drifts {
             let mut detail = drift.to_json();
             merge(
                 &mut detail,
                 &json!({"run": subject.id, "after_call": last.map(|c| c.index),
-                    "notifications": subject.list_changed}),
+                    "notifications": subject.list_changed, "between": between}),
             );
             let attribution =
                 last.map_or(Attribution::Unattributed, |c| Attribution::Call(c.index));
@@ -90,6 +101,14 @@ pub(crate) fn effects(
         }
     }
     effects
+}
+
+/// The tools/list a run got after its handshake, as JSON entries.
+fn listed(run: &RunOutput) -> &[Value] {
+    run.tools
+        .as_ref()
+        .and_then(|t| t.raw.as_array())
+        .map_or(&[][..], Vec::as_slice)
 }
 
 /// The protocol sensor of one run: live when every frame was recorded and, for a subject

@@ -98,6 +98,41 @@ pub(crate) fn manifest_drift(reviewed: &[Value], later: &[Value]) -> Vec<Drift> 
         .collect()
 }
 
+/// Whether the entries named `tool` in two lists differ only by the order of items: of
+/// words inside strings (a set printed in hash order), of array elements, of keys. Such a
+/// difference between two launches is the server's nondeterminism, not a changed promise.
+pub(crate) fn reordered_only(before: &[Value], after: &[Value], tool: &str) -> bool {
+    match (by_name(before).get(tool), by_name(after).get(tool)) {
+        (Some(old), Some(new)) => unordered(old) == unordered(new),
+        _ => false,
+    }
+}
+
+/// `value` with every string's words sorted and every array's items sorted.
+fn unordered(value: &Value) -> Value {
+    match value {
+        Value::String(text) => {
+            let mut words: Vec<&str> = text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            words.sort_unstable();
+            Value::String(words.join(" "))
+        }
+        Value::Array(items) => {
+            let mut items: Vec<Value> = items.iter().map(unordered).collect();
+            items.sort_by_cached_key(Value::to_string);
+            Value::Array(items)
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), unordered(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn by_name(tools: &[Value]) -> BTreeMap<&str, &Value> {
     let mut map = BTreeMap::new();
     for tool in tools {
@@ -291,5 +326,31 @@ mod tests {
         let reviewed = [json!({"description": "no name"}), tool("a", "A.", true)];
         let later = [tool("a", "A.", true), tool("a", "Other.", true)];
         assert!(manifest_drift(&reviewed, &later).is_empty());
+    }
+
+    #[test]
+    fn a_set_printed_in_another_order_is_reordering_and_a_new_word_is_not() {
+        let tool = |description: &str, formats: Value| {
+            vec![json!({"name": "convert", "description": description,
+                "inputSchema": {"type": "object", "properties": {"to": {"enum": formats}}}})]
+        };
+        let a = tool(
+            "Formats: {'csv', 'json', 'xml'}",
+            json!(["csv", "json", "xml"]),
+        );
+        let b = tool(
+            "Formats: {'xml', 'csv', 'json'}",
+            json!(["json", "xml", "csv"]),
+        );
+        assert!(!manifest_drift(&a, &b).is_empty());
+        assert!(reordered_only(&a, &b, "convert"));
+        let c = tool(
+            "Formats: {'xml', 'csv', 'json', 'exe'}",
+            json!(["csv", "json", "xml"]),
+        );
+        assert!(!reordered_only(&a, &c, "convert"));
+        let d = tool("Formats: {'csv', 'json', 'xml'}", json!(["csv", "json"]));
+        assert!(!reordered_only(&a, &d, "convert"));
+        assert!(!reordered_only(&a, &[], "convert"));
     }
 }

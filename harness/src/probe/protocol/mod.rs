@@ -19,7 +19,7 @@ mod secrets;
 
 use serde_json::Value;
 
-pub(crate) use drift::manifest_drift;
+pub(crate) use drift::{Drift, manifest_drift, reordered_only};
 pub(crate) use instructions::instructions_in_result;
 pub(crate) use secrets::{canaries_in, secrets_in_result};
 
