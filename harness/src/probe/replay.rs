@@ -55,6 +55,8 @@ pub enum ReplayError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("record {seq} in {dir} belongs to run {run:?}, which is not open there")]
+    Stray { dir: PathBuf, seq: u64, run: String },
     #[error("the receipts in {dir} hold {what}")]
     Incomplete { dir: PathBuf, what: &'static str },
     #[error(
@@ -108,7 +110,11 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
             }
             Body::Event(event) => {
                 let Some(run) = open.as_mut().filter(|r| r.id() == event.run_id) else {
-                    continue;
+                    return Err(ReplayError::Stray {
+                        dir: dir.to_path_buf(),
+                        seq,
+                        run: event.run_id,
+                    });
                 };
                 let payloads = event
                     .payloads
@@ -128,16 +134,21 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
                     })?;
             }
             Body::SelfTest(test) => {
-                if let Some(run) = open.as_mut().filter(|r| r.id() == test.run_id) {
-                    let detail = test.detail;
-                    let reading = match test.status {
-                        SensorStatus::Live => Reading::Live(detail),
-                        SensorStatus::Blind => Reading::Blind(detail),
-                        SensorStatus::CapabilityAbsent => Reading::Absent(detail),
-                        SensorStatus::Failed => Reading::Failed(detail),
-                    };
-                    run.self_test(&test.sensor, reading);
-                }
+                let Some(run) = open.as_mut().filter(|r| r.id() == test.run_id) else {
+                    return Err(ReplayError::Stray {
+                        dir: dir.to_path_buf(),
+                        seq,
+                        run: test.run_id,
+                    });
+                };
+                let detail = test.detail;
+                let reading = match test.status {
+                    SensorStatus::Live => Reading::Live(detail),
+                    SensorStatus::Blind => Reading::Blind(detail),
+                    SensorStatus::CapabilityAbsent => Reading::Absent(detail),
+                    SensorStatus::Failed => Reading::Failed(detail),
+                };
+                run.self_test(&test.sensor, reading);
             }
             Body::RunEnd(end) => {
                 if let Some(run) = open.take_if(|r| r.id() == end.run_id) {
