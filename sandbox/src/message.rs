@@ -27,12 +27,13 @@ pub enum Stage {
     Rlimit,
     DropCapabilities,
     SetIds,
+    SessionKeyring,
     Exec,
     Unknown,
 }
 
 impl Stage {
-    const ALL: [Stage; 20] = [
+    const ALL: [Stage; 21] = [
         Stage::JoinCgroup,
         Stage::Unshare,
         Stage::ForkInit,
@@ -51,6 +52,7 @@ impl Stage {
         Stage::Rlimit,
         Stage::DropCapabilities,
         Stage::SetIds,
+        Stage::SessionKeyring,
         Stage::Exec,
         Stage::Unknown,
     ];
@@ -84,6 +86,7 @@ impl fmt::Display for Stage {
             Stage::Rlimit => "setting resource limits",
             Stage::DropCapabilities => "dropping capabilities",
             Stage::SetIds => "switching to the unprivileged user",
+            Stage::SessionKeyring => "joining a fresh session keyring",
             Stage::Exec => "executing the program",
             Stage::Unknown => "an unknown stage",
         })

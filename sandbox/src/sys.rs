@@ -215,6 +215,25 @@ pub(crate) fn seccomp_listener(program: &[libc::sock_filter]) -> Result<OwnedFd,
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Gives the calling process a new anonymous session keyring, so that nothing it execs
+/// possesses the keys of the session it was forked from (the auditor's login keys). A
+/// kernel without keyrings (ENOSYS) has no session to leave.
+pub(crate) fn join_new_session_keyring() -> Result<(), Errno> {
+    // SAFETY: with a null name the kernel reads no memory of ours; it only replaces the
+    // caller's session keyring in its credentials.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            libc::KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        )
+    };
+    match Errno::result(rc) {
+        Ok(_) | Err(Errno::ENOSYS) => Ok(()),
+        Err(errno) => Err(errno),
+    }
+}
+
 /// Receives one pending seccomp user notification (blocks if none is pending).
 pub(crate) fn seccomp_notif_recv(listener: BorrowedFd<'_>) -> Result<libc::seccomp_notif, Errno> {
     // SAFETY: seccomp_notif is plain integers, for which all-zero is valid; the kernel
