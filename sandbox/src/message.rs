@@ -28,12 +28,13 @@ pub enum Stage {
     DropCapabilities,
     SetIds,
     SessionKeyring,
+    SyscallPolicy,
     Exec,
     Unknown,
 }
 
 impl Stage {
-    const ALL: [Stage; 21] = [
+    const ALL: [Stage; 22] = [
         Stage::JoinCgroup,
         Stage::Unshare,
         Stage::ForkInit,
@@ -53,6 +54,7 @@ impl Stage {
         Stage::DropCapabilities,
         Stage::SetIds,
         Stage::SessionKeyring,
+        Stage::SyscallPolicy,
         Stage::Exec,
         Stage::Unknown,
     ];
@@ -87,6 +89,7 @@ impl fmt::Display for Stage {
             Stage::DropCapabilities => "dropping capabilities",
             Stage::SetIds => "switching to the unprivileged user",
             Stage::SessionKeyring => "joining a fresh session keyring",
+            Stage::SyscallPolicy => "installing the refused system calls filter",
             Stage::Exec => "executing the program",
             Stage::Unknown => "an unknown stage",
         })
