@@ -29,6 +29,7 @@ mod limits;
 mod message;
 mod net;
 mod procs;
+mod refused;
 mod rootfs;
 mod rundir;
 mod sandbox;

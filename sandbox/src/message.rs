@@ -27,12 +27,14 @@ pub enum Stage {
     Rlimit,
     DropCapabilities,
     SetIds,
+    SessionKeyring,
+    SyscallPolicy,
     Exec,
     Unknown,
 }
 
 impl Stage {
-    const ALL: [Stage; 20] = [
+    const ALL: [Stage; 22] = [
         Stage::JoinCgroup,
         Stage::Unshare,
         Stage::ForkInit,
@@ -51,6 +53,8 @@ impl Stage {
         Stage::Rlimit,
         Stage::DropCapabilities,
         Stage::SetIds,
+        Stage::SessionKeyring,
+        Stage::SyscallPolicy,
         Stage::Exec,
         Stage::Unknown,
     ];
@@ -84,6 +88,8 @@ impl fmt::Display for Stage {
             Stage::Rlimit => "setting resource limits",
             Stage::DropCapabilities => "dropping capabilities",
             Stage::SetIds => "switching to the unprivileged user",
+            Stage::SessionKeyring => "joining a fresh session keyring",
+            Stage::SyscallPolicy => "installing the refused system calls filter",
             Stage::Exec => "executing the program",
             Stage::Unknown => "an unknown stage",
         })

@@ -1,5 +1,6 @@
-//! The sandbox's root: an overlay over the host root, fresh /proc, a minimal read-only /dev,
-//! read-only /sys, then pivot_root into it.
+//! The sandbox's root: an overlay over the host root, fresh /proc (its host-wide knobs
+//! read-only, its views of the host's keys masked), a minimal read-only /dev, read-only
+//! /sys, then pivot_root into it.
 //!
 //! Runs inside the sandbox's init, in its new mount namespace, before the program starts. No
 //! directory is created inside the overlay here: a mount point made by the sandbox itself
@@ -28,6 +29,9 @@ const DEV_OPTIONS: &str = "mode=755,size=65536,nr_inodes=64";
 // /proc entries that change the whole host when written by a uid-0 process without
 // capabilities: made read-only, as container runtimes do.
 const PROC_READ_ONLY: [&str; 5] = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
+// /proc entries that show the host's keys (descriptions of every key the uid may view) and
+// every uid's key quota: /dev/null over them, as container runtimes mask /proc/keys.
+const PROC_MASKED: [&str; 2] = ["keys", "key-users"];
 
 pub(crate) fn overlay_options(lab_layer: &Path, lower: &Path, upper: &Path, work: &Path) -> String {
     format!(
@@ -76,6 +80,14 @@ fn mount_proc(target: &Path) -> Result<(), Errno> {
         let path = target.join(entry);
         if path.exists() {
             read_only_bind(&path, &path, flags)?;
+        }
+    }
+    for entry in PROC_MASKED {
+        let path = target.join(entry);
+        if path.exists() {
+            // Not nodev: a read gives end of file, as from an empty list.
+            let device = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+            read_only_bind(Path::new("/dev/null"), &path, device)?;
         }
     }
     Ok(())

@@ -4,7 +4,9 @@
 //! parent (vac) ──fork──▶ monitor: joins the cgroup, unshares namespaces
 //!                           └─fork──▶ init (pid 1): builds the root, writes the marker,
 //!                                        reaps every process, lives until the parent goes
-//!                                        └─fork──▶ program: drops privileges, execs
+//!                                        └─fork──▶ program: drops privileges, joins a
+//!                                                  fresh session keyring, installs the
+//!                                                  refused-calls filter, execs
 //! ```
 //! The init is our code and never execs: when it dies, the kernel kills every process of the
 //! pid namespace, daemons included. Its only lifeline is the control pipe: when the parent
@@ -297,7 +299,8 @@ fn reap(program: Pid) {
     }
 }
 
-/// The program: connects stdio, limits itself, drops every privilege and execs.
+/// The program: connects stdio, limits itself, drops every privilege, leaves the inherited
+/// session keyring, refuses itself the kernel interfaces of [`crate::refused`] and execs.
 fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     let report = |stage: Stage, errno: Errno| -> ! {
         let mut bytes = [0u8; 8];
@@ -334,6 +337,14 @@ fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     }
     if let Err(errno) = drop_privileges(plan) {
         report(Stage::DropCapabilities, errno);
+    }
+    // As the target uid, so the keyring is that user's; before the filter refuses keyctl.
+    if let Err(errno) = sys::join_new_session_keyring() {
+        report(Stage::SessionKeyring, errno);
+    }
+    // Before the marker exec, so the self-test runs under the program's own filters.
+    if let Err(errno) = crate::refused::install() {
+        report(Stage::SyscallPolicy, errno);
     }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     let _ = sys::default_signal(Signal::SIGPIPE);

@@ -195,6 +195,18 @@ pub(crate) fn set_cloexec(fd: RawFd) -> Result<(), Errno> {
 /// Installs a seccomp filter on the calling thread and returns its user-notification
 /// listener. The caller must have set no_new_privs (or hold CAP_SYS_ADMIN).
 pub(crate) fn seccomp_listener(program: &[libc::sock_filter]) -> Result<OwnedFd, Errno> {
+    let fd = seccomp_set_filter(program, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)? as RawFd;
+    // SAFETY: the kernel just returned this new listener descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Installs a seccomp filter on the calling thread, on top of any it already has. The caller
+/// must have set no_new_privs (or hold CAP_SYS_ADMIN).
+pub(crate) fn seccomp_filter(program: &[libc::sock_filter]) -> Result<(), Errno> {
+    seccomp_set_filter(program, 0).map(drop)
+}
+
+fn seccomp_set_filter(program: &[libc::sock_filter], flags: libc::c_ulong) -> Result<i64, Errno> {
     let len = u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?;
     let fprog = libc::sock_fprog {
         len,
@@ -206,13 +218,41 @@ pub(crate) fn seccomp_listener(program: &[libc::sock_filter]) -> Result<OwnedFd,
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            flags,
             &raw const fprog,
         )
     };
-    let fd = Errno::result(rc)? as RawFd;
-    // SAFETY: the kernel just returned this new listener descriptor; nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Errno::result(rc)
+}
+
+/// Gives the calling process a new anonymous session keyring, so that nothing it execs
+/// possesses the keys of the session it was forked from (the auditor's login keys). A
+/// kernel without keyrings (ENOSYS) has no session to leave.
+pub(crate) fn join_new_session_keyring() -> Result<(), Errno> {
+    // SAFETY: with a null name the kernel reads no memory of ours; it only replaces the
+    // caller's session keyring in its credentials.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            libc::KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        )
+    };
+    match Errno::result(rc) {
+        Ok(_) | Err(Errno::ENOSYS) => Ok(()),
+        Err(errno) => Err(errno),
+    }
+}
+
+/// Makes system call `nr` with integer arguments. Only the seccomp tests use it, to make
+/// calls that the filter under test refuses before the kernel reads any argument.
+#[cfg(test)]
+pub(crate) fn syscall_with_integers(nr: libc::c_long, args: [u64; 6]) -> Result<i64, Errno> {
+    // SAFETY: the callers pass zero, flag words and descriptor numbers, never an address of
+    // this process: where the kernel does run the call, a pointer argument is null and makes
+    // it fail with EFAULT instead of touching our memory.
+    let rc = unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) };
+    Errno::result(rc)
 }
 
 /// Receives one pending seccomp user notification (blocks if none is pending).
