@@ -22,6 +22,7 @@
 //! block lives in the private `sys` module. Kernel-facing paths (cgroup root, run root) are
 //! parameters so the pieces are tested on temporary directories without root.
 
+mod bpf;
 mod cgroup;
 mod events;
 mod lab;

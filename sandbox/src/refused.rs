@@ -13,6 +13,8 @@
 
 use nix::errno::Errno;
 
+use crate::bpf::{OFFSET_ARCH, OFFSET_NR, answer, jump, load};
+
 /// An ABI a process of the sandbox can make system calls with, as seccomp reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(
@@ -380,37 +382,9 @@ pub(crate) const REFUSED: &[Refusal] = &[
 /// x32 system calls are x86_64 calls with this bit set in the number.
 const X32_BIT: u32 = 0x4000_0000;
 
-const OFFSET_NR: u32 = 0;
-const OFFSET_ARCH: u32 = 4;
 /// The low 32 bits of `args[0]` (both supported ABIs are little-endian); every flag the
 /// table tests is among them.
 const OFFSET_ARG0_LOW: u32 = 16;
-
-fn statement(code: u32, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: code as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump(op: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter {
-        code: (libc::BPF_JMP | op | libc::BPF_K) as u16,
-        jt,
-        jf,
-        k,
-    }
-}
-
-fn load(offset: u32) -> libc::sock_filter {
-    statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, offset)
-}
-
-fn answer(action: u32) -> libc::sock_filter {
-    statement(libc::BPF_RET | libc::BPF_K, action)
-}
 
 fn errno(errno: Errno) -> libc::sock_filter {
     answer(libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA))

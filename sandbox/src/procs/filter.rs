@@ -2,6 +2,8 @@
 //! table that tells, from a notification's architecture and syscall number, which call it is
 //! and how wide the caller's pointers are.
 
+use crate::bpf::{OFFSET_ARCH, OFFSET_NR, answer, jump, load};
+
 /// Which exec call a notification stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExecCall {
@@ -44,33 +46,11 @@ pub(crate) fn exec_call(arch: u32, nr: i32) -> Option<(ExecCall, usize)> {
         .map(|(_, _, call, width)| (*call, *width))
 }
 
-const OFFSET_NR: u32 = 0;
-const OFFSET_ARCH: u32 = 4;
-
-fn statement(code: u32, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: code as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump_if_equal(k: u32, jt: usize, jf: usize) -> libc::sock_filter {
-    libc::sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-        jt: jt as u8,
-        jf: jf as u8,
-        k,
-    }
-}
-
 /// The BPF program: for each architecture of the table, notify its exec calls; allow
 /// everything else.
 pub(crate) fn program() -> Vec<libc::sock_filter> {
-    let load = |offset| statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, offset);
-    let allow = statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW);
-    let notify = statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_USER_NOTIF);
+    let allow = answer(libc::SECCOMP_RET_ALLOW);
+    let notify = answer(libc::SECCOMP_RET_USER_NOTIF);
     let mut arches: Vec<u32> = TABLE.iter().map(|e| e.0).collect();
     arches.dedup();
     let mut filter = Vec::new();
@@ -79,11 +59,11 @@ pub(crate) fn program() -> Vec<libc::sock_filter> {
         let calls: Vec<u32> = TABLE.iter().filter(|e| e.0 == arch).map(|e| e.1).collect();
         filter.push(load(OFFSET_ARCH));
         // Another architecture skips this block: load nr, one jump per call, allow.
-        filter.push(jump_if_equal(arch, 0, calls.len() + 2));
+        filter.push(jump(libc::BPF_JEQ, arch, 0, (calls.len() + 2) as u8));
         filter.push(load(OFFSET_NR));
         for nr in calls {
             to_notify.push(filter.len());
-            filter.push(jump_if_equal(nr, 0, 0));
+            filter.push(jump(libc::BPF_JEQ, nr, 0, 0));
         }
         filter.push(allow);
     }
