@@ -215,24 +215,12 @@ fn an_edited_verdict_record_is_named_by_verify() {
 
 /// A server whose second tool's readOnlyHint is the string "yes".
 const SLOPPY: &str = r#"
-import json, sys
-def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-tools = [{"name": "fine", "description": "Says hi.", "inputSchema": {"type": "object"},
-          "annotations": {"readOnlyHint": True}},
-         {"name": "sloppy", "description": "Says hi too.", "inputSchema": {"type": "object"},
-          "annotations": {"readOnlyHint": "yes"}}]
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m: continue
-    if m["method"] == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "sloppy", "version": "1"}}})
-    elif m["method"] == "tools/list":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": tools}})
-    elif m["method"] == "tools/call":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "hi"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+def tools(m):
+    return {"tools": [
+        {"name": "fine", "description": "Says hi.", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": True}},
+        {"name": "sloppy", "description": "Says hi too.", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": "yes"}}]}
 "#;
 
 #[test]
@@ -240,7 +228,8 @@ fn a_tool_with_a_malformed_annotation_is_errored_not_silent() {
     if !privileged("a_tool_with_a_malformed_annotation_is_errored_not_silent") {
         return;
     }
-    let probe = probe(&[], &["/usr/bin/python3", "-c", SLOPPY]);
+    let script = python_server("sloppy", SLOPPY, "pass");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
     assert_eq!(probe.json["tools"], 2, "{:#}", probe.json);
     assert_eq!(probe.json["manifest"]["malformed"], 1, "{:#}", probe.json);
@@ -276,23 +265,11 @@ fn a_tool_with_a_malformed_annotation_is_errored_not_silent() {
 
 /// A server whose tools/list always has a next page.
 const ENDLESS_PAGES: &str = r#"
-import json, sys
-def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m: continue
-    if m["method"] == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "pages", "version": "1"}}})
-    elif m["method"] == "tools/list":
-        page = int((m.get("params") or {}).get("cursor") or 0)
-        tool = {"name": "t%d" % page, "inputSchema": {"type": "object"},
-                "annotations": {"readOnlyHint": True}}
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [tool], "nextCursor": str(page + 1)}})
-    elif m["method"] == "tools/call":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "ok"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+def tools(m):
+    page = int((m.get("params") or {}).get("cursor") or 0)
+    tool = {"name": "t%d" % page, "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": True}}
+    return {"tools": [tool], "nextCursor": str(page + 1)}
 "#;
 
 #[test]
@@ -302,7 +279,11 @@ fn a_tools_list_that_never_ends_is_cut_off_and_the_tool_budget_holds() {
     }
     let probe = probe(
         &["--max-calls", "1", "--max-tools", "4"],
-        &["/usr/bin/python3", "-c", ENDLESS_PAGES],
+        &[
+            "/usr/bin/python3",
+            "-c",
+            &python_server("pages", ENDLESS_PAGES, "pass"),
+        ],
     );
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
     let manifest = &probe.json["manifest"];

@@ -137,27 +137,16 @@ fn honest_twin_exec_and_egress_are_refuted_with_live_sensors() {
 /// A one-tool MCP server in python: `annotations` (a python dict literal) are the tool's
 /// promises and `call` is python run on tools/call before the answer.
 fn server(annotations: &str, call: &str) -> String {
-    let call: String = call.lines().map(|l| format!("        {l}\n")).collect();
-    format!(
+    let prelude = format!(
         r#"
-import json, socket, subprocess, sys, threading
-def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+import socket, subprocess, threading
+REPLY = "sunny"
 tool = {{"name": "storm", "description": "Reports the weather.", "inputSchema": {{"type": "object"}},
         "annotations": {annotations}}}
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m: continue
-    if m["method"] == "initialize":
-        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": m["params"]["protocolVersion"],
-              "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "storm", "version": "1"}}}}}})
-    elif m["method"] == "tools/list":
-        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"tools": [tool]}}}})
-    elif m["method"] == "tools/call":
-{call}        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"content": [{{"type": "text", "text": "sunny"}}]}}}})
-    else:
-        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{}}}})
+def tools(m): return {{"tools": [tool]}}
 "#
-    )
+    );
+    python_server("storm", &prelude, call)
 }
 
 /// Forks, resolves and connects far past the sensors' caps before it answers.

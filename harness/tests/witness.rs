@@ -97,22 +97,10 @@ fn honest_open_note_write_is_refuted_with_the_negative_control_read_absent() {
 
 /// A read-only tool with a path argument that answers every call with content.
 const ALWAYS_PRESENT: &str = r#"
-import json, sys
-def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+REPLY = "sunny"
 tool = {"name": "peek", "description": "Shows a file.", "annotations": {"readOnlyHint": True},
         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m: continue
-    if m["method"] == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "always", "version": "1"}}})
-    elif m["method"] == "tools/list":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [tool]}})
-    elif m["method"] == "tools/call":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "sunny"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+def tools(m): return {"tools": [tool]}
 "#;
 
 #[test]
@@ -121,7 +109,8 @@ fn a_server_that_reads_everything_present_makes_the_witness_unusable_and_says_so
     {
         return;
     }
-    let probe = probe(&[], &["/usr/bin/python3", "-c", ALWAYS_PRESENT]);
+    let script = python_server("always", ALWAYS_PRESENT, "pass");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
     let json = &probe.json;
     // The overlay still backs fs.write; the unusable witness backs no refuted cell.
     let write = cell(json, "peek", "fs.write");

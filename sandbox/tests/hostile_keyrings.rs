@@ -422,7 +422,8 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
         Vec::<String>::new(),
         "a key the program made outlived the run"
     );
-    // The run's own session keyring is collected once its last process is gone.
+    // The run's own session keyring is collected once its last process is gone. The kernel's
+    // key garbage collector announces nothing a test can wait on, so this is a bounded poll.
     let deadline = Instant::now() + Duration::from_secs(30);
     while host::key_users(uid) != key_users_before && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -131,3 +131,31 @@ pub fn assert_report_matches(probe: &Probe) {
         String::from_utf8_lossy(&report.stderr)
     );
 }
+
+/// A small MCP server in Python over stdio, for servers a test writes for one behaviour.
+/// `prelude` runs once and defines `tools(m)`, the tools/list result for the request `m`
+/// (and may set `REPLY`, the text every call answers, "ok" by default); `on_call` is Python
+/// run on each tools/call (the request is `m`) before the answer.
+pub fn python_server(name: &str, prelude: &str, on_call: &str) -> String {
+    let on_call: String = on_call.lines().map(|l| format!("        {l}\n")).collect();
+    format!(
+        r#"
+import json, sys
+def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+REPLY = "ok"
+{prelude}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "initialize":
+        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "{name}", "version": "1"}}}}}})
+    elif m["method"] == "tools/list":
+        send({{"jsonrpc": "2.0", "id": m["id"], "result": tools(m)}})
+    elif m["method"] == "tools/call":
+{on_call}        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"content": [{{"type": "text", "text": REPLY}}]}}}})
+    else:
+        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{}}}})
+"#
+    )
+}
