@@ -34,9 +34,12 @@ enum Command {
     Probe(ProbeArgs),
     /// Recompute a receipt directory's hash chain and blobs; name the first bad record.
     Verify(VerifyArgs),
-    /// Print a probe's verdicts regenerated from its receipts alone.
+    /// Print a probe's verdicts regenerated from its receipts alone; with `--out`, write the
+    /// conformance map of a probe or campaign directory (HTML, Markdown, JSON, CSV, Parquet,
+    /// SARIF).
     Report(ReportArgs),
-    /// Audit the three built-in fixtures (honest, dishonest, broad) and print their verdicts.
+    /// Audit the three built-in fixtures (honest, dishonest, broad) as one campaign, print
+    /// their verdicts and write its conformance map.
     Demo(DemoArgs),
     /// Work with effect contracts.
     #[command(subcommand)]
@@ -50,6 +53,9 @@ struct ProbeArgs {
     /// Print one JSON document (SPEC §5) instead of the table.
     #[arg(long)]
     json: bool,
+    /// List every cell, not only the confirmed ones.
+    #[arg(long)]
+    all: bool,
     /// Receipt directory (default: ./vac-receipts/probe-<time>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -97,11 +103,25 @@ fn parse_http(text: &str) -> Result<(u16, String), String> {
 
 #[derive(Args)]
 struct ReportArgs {
-    /// The receipt directory.
+    /// The receipt directory: one probe, or a campaign (a directory of probe directories).
     dir: PathBuf,
     /// Print the JSON document instead of the table.
     #[arg(long)]
     json: bool,
+    /// List every cell, not only the confirmed ones.
+    #[arg(long)]
+    all: bool,
+    /// Write the conformance map and the tables into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Formats to write with `--out`, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "html,md,json,csv,parquet,sarif",
+          value_parser = parse_format, requires = "out")]
+    format: Vec<vac_analysis::Format>,
+}
+
+fn parse_format(text: &str) -> Result<vac_analysis::Format, String> {
+    text.parse()
 }
 
 #[derive(Subcommand)]
@@ -131,12 +151,16 @@ struct VerifyArgs {
 
 #[derive(Args)]
 struct DemoArgs {
-    /// Where the three receipt directories go (default: ./vac-demo).
+    /// Where the campaign goes: `DIR/demo-<time>/` holds a receipt directory per fixture
+    /// and `map/`, its conformance map (default: ./vac-demo).
     #[arg(long, default_value = "vac-demo")]
     out: PathBuf,
     /// Print one JSON document per fixture.
     #[arg(long)]
     json: bool,
+    /// List every cell, not only the confirmed ones.
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(Args)]
@@ -216,7 +240,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     match runtime()?.block_on(vac_harness::probe::probe(options)) {
         Ok(report) => {
-            print_report(&report, args.json);
+            print_report(&report, args.json, args.all);
             Ok(Exit::of(&report).into())
         }
         Err(error @ ProbeError::Document(_)) => {
@@ -243,26 +267,115 @@ fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    match vac_harness::probe::report(&args.dir) {
-        Ok(report) => {
-            print_report(&report, args.json);
-            Ok(Exit::of(&report).into())
+    let single = args.dir.join(vac_receipts::LOG_FILE).is_file();
+    let mut exit = Exit::Clean;
+    if single {
+        match vac_harness::probe::report(&args.dir) {
+            Ok(report) => {
+                print_report(&report, args.json, args.all);
+                exit = Exit::of(&report);
+            }
+            Err(error @ ReplayError::Broken { .. }) => {
+                println!(
+                    "{}: BROKEN: {:#}",
+                    args.dir.display(),
+                    anyhow::Error::new(error)
+                );
+                return Ok(Exit::Broken.into());
+            }
+            Err(error) => {
+                return Err(anyhow::Error::new(error).context("cannot grade the receipts"));
+            }
         }
-        Err(error @ ReplayError::Broken { .. }) => {
-            println!(
-                "{}: BROKEN: {:#}",
-                args.dir.display(),
-                anyhow::Error::new(error)
-            );
-            Ok(Exit::Broken.into())
-        }
-        Err(error) => Err(anyhow::Error::new(error).context("cannot grade the receipts")),
     }
+    if !single || args.out.is_some() {
+        let analysis = match vac_analysis::load(&args.dir, None) {
+            Ok(analysis) => analysis,
+            Err(error) if error.is_broken() => {
+                println!("{error}");
+                return Ok(Exit::Broken.into());
+            }
+            Err(error) => {
+                eprintln!("vac: {error}");
+                return Ok(Exit::CouldNotRun.into());
+            }
+        };
+        if !single {
+            print!("{}", report::map_summary(&analysis.map, args.all, width()));
+            exit = map_exit(&analysis.map);
+        }
+        if let Some(out) = &args.out {
+            let written = write_map(&analysis, &args.dir, out, args.format.clone())?;
+            match args.json {
+                true => eprintln!("{written}"),
+                false => println!("{written}"),
+            }
+        }
+    }
+    Ok(exit.into())
+}
+
+/// How a campaign ends: as its worst probe would.
+fn map_exit(map: &vac_analysis::Map) -> Exit {
+    let totals = map.totals();
+    if totals.confirmed > 0 {
+        Exit::Violation
+    } else if totals.errored > 0 {
+        Exit::Incomplete
+    } else {
+        Exit::Clean
+    }
+}
+
+/// Renders the map of `dir` into `out`; returns the line that says where.
+fn write_map(
+    analysis: &vac_analysis::Analysis,
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    formats: Vec<vac_analysis::Format>,
+) -> anyhow::Result<String> {
+    let options = vac_analysis::RenderOptions {
+        formats,
+        source_root: if dir.is_relative() {
+            dir.to_string_lossy().into_owned()
+        } else {
+            String::new()
+        },
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let written = vac_analysis::render(analysis, out, &options)
+        .context("cannot write the conformance map")?;
+    let html = written
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "html"));
+    Ok(match html {
+        Some(html) => format!(
+            "conformance map: {} ({} files in {})",
+            html.display(),
+            written.len(),
+            out.display()
+        ),
+        None => format!(
+            "conformance map: {} files in {}",
+            written.len(),
+            out.display()
+        ),
+    })
+}
+
+/// The terminal's width: `COLUMNS`, else 120.
+fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&w: &usize| w >= 40)
+        .unwrap_or(120)
 }
 
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let vac = std::env::current_exe().context("cannot find the vac binary")?;
     let runtime = runtime()?;
+    let campaign = args.out.join(format!("demo-{}", stamp()));
     let mut worst = ExitCode::SUCCESS;
     for mode in ["honest", "dishonest", "broad"] {
         let command = vec![
@@ -271,20 +384,35 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "--mode".into(),
             mode.into(),
         ];
-        let out = args.out.join(format!("{mode}-{}", stamp()));
         let report = runtime
             .block_on(vac_harness::probe::probe(ProbeOptions::new(
                 Target::Stdio(command),
-                out,
+                campaign.join(mode),
             )))
             .with_context(|| format!("probe of the {mode} fixture failed"))?;
         if !args.json {
             println!("== {mode} fixture ==");
         }
-        print_report(&report, args.json);
+        print_report(&report, args.json, args.all);
         if report.failure.is_some() {
             worst = Exit::CouldNotRun.into();
         }
+    }
+    let analysis = vac_analysis::load(&campaign, Some("vac demo"))
+        .context("cannot read the demo campaign back")?;
+    if !args.json {
+        print!("{}", report::map_summary(&analysis.map, false, width()));
+    }
+    let map = campaign.join("map");
+    let written = write_map(
+        &analysis,
+        &campaign,
+        &map,
+        vac_analysis::Format::ALL.to_vec(),
+    )?;
+    match args.json {
+        true => eprintln!("{written}"),
+        false => println!("{written}"),
     }
     Ok(worst)
 }
@@ -335,12 +463,12 @@ fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
     Ok(command)
 }
 
-fn print_report(report: &ProbeReport, json: bool) {
+fn print_report(report: &ProbeReport, json: bool, all: bool) {
     let doc = report::json(report);
     if json {
         println!("{doc}");
     } else {
-        println!("{}", report::table(&doc));
+        println!("{}", report::table(&doc, all, width()));
     }
 }
 

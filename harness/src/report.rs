@@ -37,8 +37,10 @@ pub fn json(report: &ProbeReport) -> Value {
     })
 }
 
-/// A table of verdicts, the evidence one line each, from a probe's JSON document.
-pub fn table(doc: &Value) -> String {
+/// The terminal view of a probe's JSON document: a summary (tools, confirmed cells, tools
+/// with no successful call, unstable cells), then the confirmed cells only, each on one
+/// line cut to `width` columns; `all` lists every cell instead.
+pub fn table(doc: &Value, all: bool, width: usize) -> String {
     let text = |key: &str| doc[key].as_str().unwrap_or("?").to_string();
     let mut out = String::new();
     let _ = writeln!(out, "target    {}", text("target"));
@@ -53,22 +55,129 @@ pub fn table(doc: &Value) -> String {
         return out;
     }
     let _ = writeln!(out, "contract  {}", short(&text("contract")));
+    let cells: Vec<&Value> = doc["verdicts"].as_array().into_iter().flatten().collect();
+    let name = |cell: &Value, key: &str| cell[key].as_str().unwrap_or("?").to_string();
+    let mut tools: Vec<String> = Vec::new();
+    for cell in &cells {
+        let tool = name(cell, "tool");
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+    }
+    let count = |verdict: &str| cells.iter().filter(|c| c["verdict"] == verdict).count();
+    let no_success = tools
+        .iter()
+        .filter(|tool| {
+            cells
+                .iter()
+                .filter(|c| c["tool"] == tool.as_str())
+                .all(|c| c["succeeded"].as_u64().unwrap_or(0) == 0)
+        })
+        .count();
+    let _ = writeln!(
+        out,
+        "summary   {} tools: {} confirmed, {} refuted, {} skipped, {} errored cells; \
+         {no_success} tools with no successful call; 0 unstable cells (one repetition)",
+        tools.len(),
+        count("confirmed"),
+        count("refuted"),
+        count("skipped"),
+        count("errored"),
+    );
     let _ = writeln!(out);
+    let shown: Vec<&&Value> = cells
+        .iter()
+        .filter(|c| all || c["verdict"] == "confirmed")
+        .collect();
+    if shown.is_empty() {
+        let _ = writeln!(out, "no confirmed cell (--all lists every cell)");
+        return out;
+    }
     let _ = writeln!(
         out,
         "{:<20} {:<19} {:<10} EVIDENCE",
         "TOOL", "CLAUSE", "VERDICT"
     );
-    for cell in doc["verdicts"].as_array().into_iter().flatten() {
-        let name = |key: &str| cell[key].as_str().unwrap_or("?").to_string();
-        let _ = writeln!(
-            out,
+    for cell in shown {
+        let line = format!(
             "{:<20} {:<19} {:<10} {}",
-            name("tool"),
-            name("clause"),
-            name("verdict"),
+            name(cell, "tool"),
+            name(cell, "clause"),
+            name(cell, "verdict"),
             one_line(cell)
         );
+        let _ = writeln!(out, "{}", cut(&line, width));
+    }
+    out
+}
+
+/// `line` cut to `width` characters, an ellipsis marking the cut; control characters
+/// (a server's names may hold terminal escapes) are shown escaped, never sent.
+fn cut(line: &str, width: usize) -> String {
+    let line: String = line
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = match c.is_control() {
+                true => c.escape_default().collect(),
+                false => vec![c],
+            };
+            escaped
+        })
+        .collect();
+    if line.chars().count() <= width || width < 2 {
+        return line;
+    }
+    let mut out: String = line.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The terminal view of a campaign's map: a summary line per server, then its confirmed
+/// cells (every cell's symbol per tool with `all`), each line cut to `width`.
+pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
+    use vac_analysis::render::symbol;
+    let mut out = String::new();
+    let _ = writeln!(out, "== conformance map: {} ==", map.campaign);
+    let line = |out: &mut String, text: String| {
+        let _ = writeln!(out, "{}", cut(&text, width));
+    };
+    for server in &map.servers {
+        let s = &server.summary;
+        line(
+            &mut out,
+            format!(
+                "{}: {} tools, {} kept every promise; {} confirmed cells; {} tools with no \
+                 successful call; {} unstable cells",
+                server.id, s.tools, s.kept, s.confirmed, s.no_successful_call, s.unstable
+            ),
+        );
+        for tool in &server.tools {
+            if all {
+                let marks: String = tool
+                    .cells
+                    .iter()
+                    .map(|c| format!("{}{}", symbol(c.verdict), if c.stable { " " } else { "~" }))
+                    .collect();
+                line(&mut out, format!("  {:<24} {marks}", tool.name));
+                continue;
+            }
+            for cell in tool.cells.iter().filter(|c| c.verdict == "confirmed") {
+                line(
+                    &mut out,
+                    format!(
+                        "  {} {:<20} {:<19} [{}] {}",
+                        symbol(cell.verdict),
+                        tool.name,
+                        cell.clause,
+                        cell.severity.name,
+                        cell.reason
+                    ),
+                );
+            }
+        }
+    }
+    if all {
+        line(&mut out, format!("  columns: {}", map.clauses.join(" ")));
     }
     out
 }

@@ -44,7 +44,9 @@ pub use payload::{BlobRef, Payload, Stored};
 pub use reader::{Entries, Entry, LOG_FILE, MAX_LINE, ReadError, ReceiptLog};
 pub use record::{Body, FORMAT_VERSION, Kind, Record, RecordError};
 pub use seal::{SealError, SignatureStatus, seal_message};
-pub use verify::{Recovery, ResumePoint, VerifyOptions, VerifyReport, recover, verify};
+pub use verify::{
+    Recovery, ResumePoint, VerifyOptions, VerifyReport, recover, verify, verify_each,
+};
 pub use writer::{Clock, Limits, ReceiptWriter, WriteError, WriterOptions};
 
 /// The ed25519 key types a seal is signed and checked with.

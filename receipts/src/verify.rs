@@ -8,7 +8,7 @@ use ed25519_dalek::VerifyingKey;
 
 use crate::chain::{Chain, VerifyError};
 use crate::digest::Digest;
-use crate::reader::ReceiptLog;
+use crate::reader::{Entry, ReceiptLog};
 use crate::seal::SignatureStatus;
 
 /// What `verify` should insist on beyond the chain itself.
@@ -68,10 +68,25 @@ impl fmt::Display for VerifyReport {
 ///
 /// A torn last line is an error here; [`recover`] is the lenient reading.
 pub fn verify(dir: impl AsRef<Path>, options: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+    verify_each(dir, options, |_| ())
+}
+
+/// [`verify`], handing each record to `visit` once it is checked, in log order: one
+/// pass for readers that build something from a log they must trust.
+///
+/// `visit` sees only records that passed; after an error it is called no more, so what
+/// it built covers a good prefix and must be dropped when this returns an error.
+pub fn verify_each(
+    dir: impl AsRef<Path>,
+    options: &VerifyOptions,
+    mut visit: impl FnMut(&Entry),
+) -> Result<VerifyReport, VerifyError> {
     let log = ReceiptLog::open(dir)?;
     let mut chain = Chain::new(log.blobs(), options.trusted_key.as_ref());
     for entry in log.entries()? {
-        chain.push(&entry?)?;
+        let entry = entry?;
+        chain.push(&entry)?;
+        visit(&entry);
     }
     if options.require_seal && chain.seal.is_none() {
         return Err(VerifyError::NotSealed {

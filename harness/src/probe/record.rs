@@ -184,6 +184,10 @@ pub(crate) fn verdict_records(run_id: &str, grades: &Grades, contract: &str) -> 
             };
             let mut evidence = cell.evidence();
             evidence["contract"] = json!(contract);
+            // What a reader of the records alone needs to weigh the cell (SPEC §5 `calls`,
+            // `succeeded`); the names are the cell's own, apart from the evidence's `calls`.
+            evidence["cell_calls"] = json!(cell.calls);
+            evidence["cell_succeeded"] = json!(cell.succeeded);
             Verdict {
                 run_id: run_id.to_string(),
                 tool: cell.tool.clone(),

@@ -1,0 +1,473 @@
+//! The map as one self-contained HTML page: no external script, style, font or image,
+//! and a content security policy that forbids fetching any. Everything the server
+//! controls (names, reasons, evidence) is escaped.
+
+use serde_json::Value;
+
+use crate::map::{Map, MapCell, ServerMap, ToolMap, VERDICTS};
+use crate::render::symbol;
+
+const CELL: u32 = 26;
+const LABEL: u32 = 380;
+const HEADER: u32 = 130;
+
+/// The page.
+pub fn html(map: &Map) -> String {
+    let mut h = String::with_capacity(64 * 1024 + map.servers.len() * 4096);
+    let totals = map.totals();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    h.push_str(&format!(
+        "<title>vac conformance map: {}</title>\n",
+        esc(&map.campaign)
+    ));
+    h.push_str(STYLE);
+    h.push_str("</head>\n<body>\n");
+    h.push_str(&format!(
+        "<h1>Conformance map: {}</h1>\n",
+        esc(&map.campaign)
+    ));
+    h.push_str(
+        "<p class=\"lede\">Each cell is one tool × clause of an effect contract, graded from \
+         what the tool did in vac's sandbox. <b>Verdict and severity are separate:</b> the \
+         symbol says whether the promise held; severity says how much a broken one matters.</p>\n",
+    );
+    legend(&mut h);
+
+    // Summary.
+    h.push_str("<h2>Summary</h2>\n<table id=\"summary\" class=\"sortable\">\n<thead><tr>");
+    for (key, label) in SUMMARY_COLUMNS {
+        h.push_str(&format!(
+            "<th data-key=\"{key}\" data-type=\"{}\" tabindex=\"0\">{label}</th>",
+            if key == "server" { "text" } else { "number" }
+        ));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for s in &map.servers {
+        h.push_str(&format!("<tr data-server=\"{}\">", esc(&s.id)));
+        summary_cells(&mut h, &esc(&s.id), &s.summary);
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody>\n<tfoot><tr id=\"totals\">");
+    summary_cells(&mut h, "all servers", &totals);
+    h.push_str("</tr></tfoot>\n</table>\n");
+
+    // Filter.
+    h.push_str(
+        "<h2>Map</h2>\n<form id=\"filters\" onsubmit=\"return false\">\
+         <label>Filter servers and tools <input id=\"filter\" type=\"search\" \
+         placeholder=\"name contains…\"></label>",
+    );
+    for v in VERDICTS.iter().chain(["not_graded"].iter()) {
+        h.push_str(&format!(
+            " <label><input type=\"checkbox\" class=\"show\" value=\"{v}\" checked> {} {v}</label>",
+            symbol(v)
+        ));
+    }
+    h.push_str("</form>\n");
+
+    // The heat map: one SVG per server, a row per tool.
+    let mut evidence = Vec::new();
+    for s in &map.servers {
+        server_map(&mut h, map, s, &mut evidence);
+    }
+
+    // Confirmed cells with their evidence.
+    h.push_str(&format!(
+        "<h2>Confirmed cells ({})</h2>\n<div id=\"evidence\">\n",
+        evidence.len()
+    ));
+    if evidence.is_empty() {
+        h.push_str("<p>No tool broke a promise vac could test.</p>\n");
+    }
+    for (id, s, t, c) in &evidence {
+        evidence_block(&mut h, id, s, t, c);
+    }
+    h.push_str("</div>\n");
+    h.push_str(&format!(
+        "<footer>{} servers, {} tools, {} cells. Every figure here is regenerated from the \
+         receipts (<code>vac report</code>); each confirmed cell names the receipt record \
+         (seq and blake3 of its line) and the contract hash it was graded against.</footer>\n",
+        map.servers.len(),
+        totals.tools,
+        map.cells().count()
+    ));
+    h.push_str(SCRIPT);
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+const SUMMARY_COLUMNS: [(&str, &str); 9] = [
+    ("server", "server"),
+    ("tools", "tools"),
+    ("kept", "kept every promise"),
+    ("confirmed", "confirmed"),
+    ("refuted", "refuted"),
+    ("skipped", "skipped"),
+    ("errored", "errored"),
+    ("no_successful_call", "tools with no successful call"),
+    ("unstable", "unstable cells"),
+];
+
+fn summary_cells(h: &mut String, name: &str, s: &crate::map::Summary) {
+    let values = [
+        s.tools,
+        s.kept,
+        s.confirmed,
+        s.refuted,
+        s.skipped,
+        s.errored,
+        s.no_successful_call,
+        s.unstable,
+    ];
+    h.push_str(&format!("<td data-count=\"server\">{name}</td>"));
+    for ((key, _), value) in SUMMARY_COLUMNS[1..].iter().zip(values) {
+        h.push_str(&format!("<td data-count=\"{key}\">{value}</td>"));
+    }
+}
+
+fn legend(h: &mut String) {
+    h.push_str("<p class=\"legend\">");
+    for (v, text) in [
+        ("confirmed", "confirmed: the tool broke the promise"),
+        (
+            "refuted",
+            "refuted: called, sensors live, nothing forbidden seen",
+        ),
+        (
+            "skipped",
+            "skipped: not testable (nothing promised, no successful call, …)",
+        ),
+        ("errored", "errored: a sensor, the server or a cap failed"),
+        ("not_graded", "not graded"),
+    ] {
+        h.push_str(&format!(
+            "<span class=\"key\"><svg width=\"18\" height=\"18\" aria-hidden=\"true\"><rect \
+             class=\"v-{v}\" width=\"18\" height=\"18\" rx=\"3\"/><text x=\"9\" y=\"13.5\">{}</text></svg> {text}</span> ",
+            symbol(v)
+        ));
+    }
+    h.push_str("<span class=\"key\"><b>~</b> repetitions disagree</span></p>\n");
+}
+
+type Confirmed<'a> = (String, &'a ServerMap, &'a ToolMap, &'a MapCell);
+
+fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Vec<Confirmed<'a>>) {
+    let width = LABEL + CELL * map.clauses.len() as u32 + HEADER;
+    let height = HEADER + CELL * s.tools.len() as u32 + 4;
+    h.push_str(&format!(
+        "<section class=\"server\" data-server=\"{}\">\n<h3>{}</h3>\n",
+        esc(&s.id),
+        esc(&s.id)
+    ));
+    if let Some(name) = &s.name {
+        h.push_str(&format!(
+            "<p class=\"meta\">server <code>{}</code> {} · {} probe{}</p>\n",
+            esc(name),
+            esc(s.version.as_deref().unwrap_or("")),
+            s.probes.len(),
+            if s.probes.len() == 1 { "" } else { "s" }
+        ));
+    }
+    h.push_str(&format!(
+        "<svg class=\"heatmap\" role=\"img\" aria-label=\"verdicts of {}\" width=\"{width}\" \
+         height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+        esc(&s.id)
+    ));
+    for (i, clause) in map.clauses.iter().enumerate() {
+        let x = LABEL + CELL * i as u32 + CELL / 2;
+        h.push_str(&format!(
+            "<text class=\"col\" transform=\"translate({x},{}) rotate(-60)\">{}</text>\n",
+            HEADER - 6,
+            esc(clause)
+        ));
+    }
+    for (row, t) in s.tools.iter().enumerate() {
+        let y = HEADER + CELL * row as u32;
+        h.push_str(&format!(
+            "<g class=\"row\" data-tool=\"{}\"><text class=\"label\" x=\"{}\" y=\"{}\">{} \
+             <tspan class=\"calls\">{}/{} ok</tspan></text>\n",
+            esc(&t.name),
+            LABEL - 8,
+            y + CELL / 2 + 5,
+            esc(&t.name),
+            t.succeeded,
+            t.calls
+        ));
+        for (col, c) in t.cells.iter().enumerate() {
+            let x = LABEL + CELL * col as u32;
+            let ev = if c.verdict == "confirmed" {
+                let id = format!("ev-{}", evidence.len() + 1);
+                evidence.push((id.clone(), s, t, c));
+                format!(" data-ev=\"{id}\"")
+            } else {
+                String::new()
+            };
+            let dist: Vec<String> = VERDICTS
+                .iter()
+                .zip(c.counts)
+                .filter(|(_, n)| *n > 0)
+                .map(|(v, n)| format!("{n} {v}"))
+                .collect();
+            h.push_str(&format!(
+                "<g class=\"cell\" tabindex=\"0\" data-server=\"{}\" data-tool=\"{}\" \
+                 data-clause=\"{}\" data-verdict=\"{}\" data-severity=\"{}\" data-stable=\"{}\"{ev}>\
+                 <rect class=\"v-{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"3\"/>\
+                 <text x=\"{}\" y=\"{}\">{}{}</text><title>{} × {}: {}{} — {}</title></g>\n",
+                esc(&s.id),
+                esc(&t.name),
+                esc(&c.clause),
+                c.verdict,
+                c.severity.name,
+                c.stable,
+                c.verdict,
+                x + 1,
+                y + 1,
+                CELL - 2,
+                CELL - 2,
+                x + CELL / 2,
+                y + CELL / 2 + 5,
+                symbol(c.verdict),
+                if c.stable { "" } else { "~" },
+                esc(&t.name),
+                esc(&c.clause),
+                c.verdict,
+                if dist.len() > 1 {
+                    format!(" ({})", dist.join(", "))
+                } else {
+                    String::new()
+                },
+                esc(&c.reason)
+            ));
+        }
+        h.push_str("</g>\n");
+    }
+    h.push_str("</svg>\n</section>\n");
+}
+
+fn evidence_block(h: &mut String, id: &str, s: &ServerMap, t: &ToolMap, c: &MapCell) {
+    h.push_str(&format!(
+        "<details class=\"evidence\" id=\"{id}\" data-server=\"{}\" data-tool=\"{}\" \
+         data-clause=\"{}\" data-severity=\"{}\">\n<summary><span class=\"sev sev-{}\">{}</span> \
+         <b>{}</b> × <b>{}</b> on {} — {}</summary>\n",
+        esc(&s.id),
+        esc(&t.name),
+        esc(&c.clause),
+        c.severity.name,
+        c.severity.name,
+        c.severity.name,
+        esc(&t.name),
+        esc(&c.clause),
+        esc(&s.id),
+        esc(&c.reason)
+    ));
+    for r in c.records.iter().filter(|r| r.verdict == "confirmed") {
+        h.push_str(&format!(
+            "<dl class=\"record\"><dt>receipt</dt><dd>probe <code>{}</code>, seq {}, record \
+             blake3 <code>{}</code></dd><dt>contract</dt><dd><code>{}</code></dd>",
+            esc(if r.probe.is_empty() { "." } else { &r.probe }),
+            r.seq,
+            esc(&r.hash),
+            esc(&r.contract)
+        ));
+        let e = &r.evidence;
+        if let Some(basis) = e.get("basis").and_then(Value::as_str) {
+            h.push_str(&format!("<dt>promise</dt><dd>{}</dd>", esc(basis)));
+        }
+        effects(h, "effects", e.get("effects"));
+        if let Some(calls) = e.get("calls").and_then(Value::as_array) {
+            h.push_str("<dt>calls</dt><dd><ul>");
+            for call in calls {
+                h.push_str(&format!(
+                    "<li>#{} <code>{}</code>({}) {}</li>",
+                    call.get("index").map(compact).unwrap_or_default(),
+                    esc(call.get("tool").and_then(Value::as_str).unwrap_or("")),
+                    esc(&call.get("arguments").map(compact).unwrap_or_default()),
+                    match call.get("ok").and_then(Value::as_bool) {
+                        Some(true) => "ok",
+                        Some(false) => "failed",
+                        None => "",
+                    }
+                ));
+            }
+            h.push_str("</ul></dd>");
+        }
+        effects(h, "control subtracted", e.get("control_subtracted"));
+        h.push_str(&format!(
+            "<dt>raw evidence</dt><dd><details><summary>JSON</summary><pre>{}</pre></details></dd></dl>\n",
+            esc(&serde_json::to_string_pretty(e).unwrap_or_default())
+        ));
+    }
+    h.push_str("</details>\n");
+}
+
+/// Effects: what, where (path, argv, host:port), and the bytes that show it.
+fn effects(h: &mut String, title: &str, list: Option<&Value>) {
+    let Some(list) = list.and_then(Value::as_array) else {
+        return;
+    };
+    h.push_str(&format!("<dt>{title}</dt><dd>"));
+    if list.is_empty() {
+        h.push_str("none");
+    } else {
+        h.push_str("<ul>");
+        for effect in list {
+            let text = |v: &Value, key: &str| {
+                v.get(key).map(|x| match x {
+                    Value::String(s) => s.clone(),
+                    other => compact(other),
+                })
+            };
+            h.push_str(&format!(
+                "<li><span class=\"class\">{}</span> <code class=\"target\">{}</code>",
+                esc(&text(effect, "class").unwrap_or_default()),
+                esc(&text(effect, "path").unwrap_or_default())
+            ));
+            if let Some(detail) = effect.get("detail") {
+                for key in [
+                    "argv",
+                    "dst",
+                    "request_line",
+                    "sni",
+                    "attribution",
+                    "canaries",
+                    "blake3",
+                ] {
+                    if let Some(value) = text(detail, key).filter(|v| v != "null" && v != "[]") {
+                        h.push_str(&format!(
+                            " <span class=\"k\">{key}</span> <code>{}</code>",
+                            esc(&value)
+                        ));
+                    }
+                }
+                for key in ["excerpt", "first_bytes"] {
+                    if let Some(value) = text(detail, key).filter(|v| v != "null") {
+                        h.push_str(&format!("<pre class=\"excerpt\">{}</pre>", esc(&value)));
+                    }
+                }
+            }
+            h.push_str("</li>");
+        }
+        h.push_str("</ul>");
+    }
+    h.push_str("</dd>");
+}
+
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// HTML text and attribute escaping.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
+                out.push_str(&format!("&#x{:x};", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#1b1b1b;background:#fff}
+h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}h3{margin-bottom:.2em}
+code,pre{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.4em;max-height:20em;overflow:auto}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td:first-child,th:first-child{text-align:left}th{cursor:pointer;background:#f0f0f0;user-select:none}
+th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
+tfoot td{font-weight:bold}
+.legend .key{margin-right:1em;white-space:nowrap}.legend svg{vertical-align:middle}
+svg text{font-size:13px;text-anchor:middle;pointer-events:none}
+svg .label{text-anchor:end}svg .col{text-anchor:start;font-size:12px}svg .calls{fill:#666;font-size:11px}
+.cell{cursor:pointer}.cell:focus rect,.cell:hover rect{stroke:#000;stroke-width:2}
+.v-confirmed{fill:#c62828}.v-confirmed+text{fill:#fff;font-weight:bold}
+.v-refuted{fill:#a5d6a7}.v-skipped{fill:#e0e0e0}.v-errored{fill:#ffb300}.v-not_graded{fill:#fff;stroke:#bbb}
+.legend .v-confirmed+text{fill:#fff}
+.meta{margin:0;color:#555}
+details.evidence{border:1px solid #ddd;border-left:4px solid #c62828;margin:.5em 0;padding:.3em .6em}
+details.evidence[open]{background:#fffafa}
+dl.record{display:grid;grid-template-columns:9em 1fr;gap:.2em .8em}dt{font-weight:bold;color:#444}dd{margin:0}
+.sev{font-size:11px;text-transform:uppercase;padding:0 .4em;border-radius:3px;border:1px solid #999}
+.sev-critical{background:#4a0000;color:#fff}.sev-high{background:#c62828;color:#fff}.sev-medium{background:#ffb300}.sev-low{background:#eee}
+.k{color:#666;font-size:12px}.hidden{display:none}
+footer{margin-top:2em;color:#555;font-size:12px}
+</style>
+"#;
+
+const SCRIPT: &str = r#"<script>
+(function () {
+  "use strict";
+  // Sort the summary by a column: click or Enter on its header.
+  document.querySelectorAll("table.sortable th").forEach(function (th, col) {
+    function sort() {
+      var body = th.closest("table").tBodies[0];
+      var down = th.getAttribute("aria-sort") !== "descending";
+      th.closest("tr").querySelectorAll("th").forEach(function (o) { o.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", down ? "descending" : "ascending");
+      var number = th.dataset.type === "number";
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col].textContent, y = b.cells[col].textContent;
+        var c = number ? Number(x) - Number(y) : x.localeCompare(y);
+        return down ? -c : c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    }
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
+  });
+  // A confirmed cell opens its evidence.
+  function open(cell) {
+    var id = cell.getAttribute("data-ev");
+    if (!id) return;
+    var details = document.getElementById(id);
+    details.open = true;
+    details.scrollIntoView({block: "nearest"});
+  }
+  document.querySelectorAll("g.cell").forEach(function (cell) {
+    cell.addEventListener("click", function () { open(cell); });
+    cell.addEventListener("keydown", function (e) { if (e.key === "Enter") open(cell); });
+  });
+  // Filter by name and verdict.
+  var filter = document.getElementById("filter");
+  var shows = document.querySelectorAll("input.show");
+  function apply() {
+    var text = filter.value.toLowerCase();
+    var verdicts = {};
+    shows.forEach(function (s) { verdicts[s.value] = s.checked; });
+    document.querySelectorAll("section.server").forEach(function (section) {
+      var server = section.dataset.server.toLowerCase();
+      var any = false;
+      section.querySelectorAll("g.row").forEach(function (row) {
+        var match = !text || server.indexOf(text) >= 0 || row.dataset.tool.toLowerCase().indexOf(text) >= 0;
+        row.querySelectorAll("g.cell").forEach(function (cell) {
+          cell.style.opacity = verdicts[cell.dataset.verdict] ? "1" : "0.12";
+        });
+        row.style.display = match ? "" : "none";
+        any = any || match;
+      });
+      section.classList.toggle("hidden", !any);
+    });
+    document.querySelectorAll("details.evidence").forEach(function (d) {
+      var match = !text || d.dataset.server.toLowerCase().indexOf(text) >= 0 || d.dataset.tool.toLowerCase().indexOf(text) >= 0;
+      d.classList.toggle("hidden", !match || !verdicts.confirmed);
+    });
+  }
+  filter.addEventListener("input", apply);
+  shows.forEach(function (s) { s.addEventListener("change", apply); });
+})();
+</script>
+"#;

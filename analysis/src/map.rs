@@ -1,0 +1,354 @@
+//! The conformance map: server × tool × clause → verdict, over every probe read (a
+//! server probed several times contributes each repetition to its cells).
+
+use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use crate::rows::{Probe, Rows, VerdictRow};
+use crate::severity::{self, Severity};
+
+/// Verdict names in the order counts are kept and shown.
+pub const VERDICTS: [&str; 4] = ["confirmed", "refuted", "skipped", "errored"];
+
+/// A grid cell no verdict record covers (a clause another server's grid has).
+pub const NOT_GRADED: &str = "not_graded";
+
+#[derive(Clone, Debug)]
+pub struct Map {
+    /// Names the campaign: what was read, as given (SARIF `automationDetails.id`).
+    pub campaign: String,
+    /// The clauses of the grid, in report order.
+    pub clauses: Vec<String>,
+    pub servers: Vec<ServerMap>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerMap {
+    pub id: String,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    /// The probe directories behind the server's cells (its repetitions).
+    pub probes: Vec<String>,
+    pub tools: Vec<ToolMap>,
+    pub summary: Summary,
+}
+
+#[derive(Clone, Debug)]
+pub struct ToolMap {
+    pub name: String,
+    /// Calls of the tool in subject runs, and those answered with a result that is not
+    /// an error.
+    pub calls: u64,
+    pub succeeded: u64,
+    /// One per clause of the map, in its order.
+    pub cells: Vec<MapCell>,
+}
+
+#[derive(Clone, Debug)]
+pub struct MapCell {
+    pub clause: String,
+    /// The headline: confirmed if any repetition confirmed, else errored if any errored,
+    /// else refuted if any refuted, else skipped; [`NOT_GRADED`] without records.
+    pub verdict: &'static str,
+    /// Repetitions per verdict, in [`VERDICTS`] order.
+    pub counts: [u64; 4],
+    /// Every repetition gave the same verdict.
+    pub stable: bool,
+    pub severity: Severity,
+    /// The reason of the headline's first record.
+    pub reason: String,
+    /// The verdict records behind the cell, in probe order.
+    pub records: Vec<CellRecord>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CellRecord {
+    pub probe: String,
+    pub seq: u64,
+    pub hash: String,
+    pub verdict: String,
+    pub reason: String,
+    pub contract: String,
+    pub calls: Option<u64>,
+    pub succeeded: Option<u64>,
+    pub evidence: Value,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub tools: u64,
+    /// Tools with a refuted cell and no confirmed or errored one.
+    pub kept: u64,
+    /// Headline verdicts of the server's cells.
+    pub confirmed: u64,
+    pub refuted: u64,
+    pub skipped: u64,
+    pub errored: u64,
+    pub not_graded: u64,
+    /// Tools none of whose calls succeeded.
+    pub no_successful_call: u64,
+    /// Cells whose repetitions disagree.
+    pub unstable: u64,
+}
+
+impl Map {
+    /// Every cell, with its server and tool, in map order.
+    pub fn cells(&self) -> impl Iterator<Item = (&ServerMap, &ToolMap, &MapCell)> {
+        self.servers.iter().flat_map(|s| {
+            s.tools
+                .iter()
+                .flat_map(move |t| t.cells.iter().map(move |c| (s, t, c)))
+        })
+    }
+
+    /// The map totals: the sum of the servers' summaries.
+    pub fn totals(&self) -> Summary {
+        let mut total = Summary::default();
+        for s in &self.servers {
+            let s = &s.summary;
+            total.tools += s.tools;
+            total.kept += s.kept;
+            total.confirmed += s.confirmed;
+            total.refuted += s.refuted;
+            total.skipped += s.skipped;
+            total.errored += s.errored;
+            total.not_graded += s.not_graded;
+            total.no_successful_call += s.no_successful_call;
+            total.unstable += s.unstable;
+        }
+        total
+    }
+}
+
+/// Builds the map of `rows`; `campaign` names it.
+pub fn build(rows: &Rows, campaign: &str) -> Map {
+    let probes: HashMap<&str, &Probe> = rows.probes.iter().map(|p| (p.dir.as_str(), p)).collect();
+    let server_of = |probe: &str| probes.get(probe).map_or("", |p| p.server.as_str());
+
+    // Servers in first-seen order; tools in first-seen order within each.
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_server: HashMap<&str, ServerCells> = HashMap::new();
+    for v in &rows.verdicts {
+        let server = server_of(&v.probe);
+        let cells = by_server.entry(server).or_insert_with(|| {
+            order.push(server);
+            ServerCells::default()
+        });
+        cells.add(v);
+    }
+    let mut clauses: Vec<&str> = rows.verdicts.iter().map(|v| v.clause.as_str()).collect();
+    clauses.sort_by(|a, b| severity::clause_rank(a).cmp(&severity::clause_rank(b)));
+    clauses.dedup();
+
+    // Calls per (server, tool) in subject runs.
+    let mut calls: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
+    for c in rows.calls.iter().filter(|c| c.role == "subject") {
+        let entry = calls
+            .entry((server_of(&c.probe), c.tool.as_str()))
+            .or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(c.status == "ok");
+    }
+
+    let servers = order
+        .iter()
+        .map(|&server| {
+            let cells = &by_server[server];
+            let first = rows
+                .probes
+                .iter()
+                .find(|p| p.server == server)
+                .cloned()
+                .unwrap_or_default();
+            let mut summary = Summary::default();
+            let tools: Vec<ToolMap> = cells
+                .tools
+                .iter()
+                .map(|tool| {
+                    let (n, ok) = calls
+                        .get(&(server, tool.as_str()))
+                        .copied()
+                        .unwrap_or((0, 0));
+                    let cells: Vec<MapCell> = clauses
+                        .iter()
+                        .map(|clause| {
+                            let records = cells
+                                .cells
+                                .get(&(tool.clone(), clause.to_string()))
+                                .map(Vec::as_slice)
+                                .unwrap_or(&[]);
+                            cell(clause, records)
+                        })
+                        .collect();
+                    summary.tools += 1;
+                    let has = |v: &str| cells.iter().any(|c| c.verdict == v);
+                    if has("refuted") && !has("confirmed") && !has("errored") {
+                        summary.kept += 1;
+                    }
+                    if ok == 0 {
+                        summary.no_successful_call += 1;
+                    }
+                    for c in &cells {
+                        match c.verdict {
+                            "confirmed" => summary.confirmed += 1,
+                            "refuted" => summary.refuted += 1,
+                            "skipped" => summary.skipped += 1,
+                            "errored" => summary.errored += 1,
+                            _ => summary.not_graded += 1,
+                        }
+                        if !c.stable {
+                            summary.unstable += 1;
+                        }
+                    }
+                    ToolMap {
+                        name: tool.clone(),
+                        calls: n,
+                        succeeded: ok,
+                        cells,
+                    }
+                })
+                .collect();
+            ServerMap {
+                id: server.to_string(),
+                name: first.server_name,
+                version: first.server_version,
+                probes: cells.probes.clone(),
+                tools,
+                summary,
+            }
+        })
+        .collect();
+    Map {
+        campaign: campaign.to_string(),
+        clauses: clauses.iter().map(|c| c.to_string()).collect(),
+        servers,
+    }
+}
+
+#[derive(Default)]
+struct ServerCells {
+    probes: Vec<String>,
+    tools: Vec<String>,
+    seen_tools: HashSet<String>,
+    cells: BTreeMap<(String, String), Vec<CellRecord>>,
+}
+
+impl ServerCells {
+    fn add(&mut self, v: &VerdictRow) {
+        if self.probes.last() != Some(&v.probe) && !self.probes.contains(&v.probe) {
+            self.probes.push(v.probe.clone());
+        }
+        if self.seen_tools.insert(v.tool.clone()) {
+            self.tools.push(v.tool.clone());
+        }
+        let key = (v.tool.clone(), v.clause.clone());
+        self.cells.entry(key).or_default().push(CellRecord {
+            probe: v.probe.clone(),
+            seq: v.seq,
+            hash: v.record_hash.clone(),
+            verdict: v.verdict.clone(),
+            reason: v.reason.clone(),
+            contract: v.contract.clone(),
+            calls: v.calls,
+            succeeded: v.succeeded,
+            evidence: v.evidence.clone(),
+        });
+    }
+}
+
+fn cell(clause: &str, records: &[CellRecord]) -> MapCell {
+    let mut counts = [0u64; 4];
+    for r in records {
+        if let Some(i) = VERDICTS.iter().position(|v| *v == r.verdict) {
+            counts[i] += 1;
+        }
+    }
+    let verdict = if records.is_empty() {
+        NOT_GRADED
+    } else if counts[0] > 0 {
+        "confirmed"
+    } else if counts[3] > 0 {
+        "errored"
+    } else if counts[1] > 0 {
+        "refuted"
+    } else {
+        "skipped"
+    };
+    let reason = records
+        .iter()
+        .find(|r| r.verdict == verdict)
+        .map(|r| r.reason.clone())
+        .unwrap_or_default();
+    MapCell {
+        clause: clause.to_string(),
+        verdict,
+        counts,
+        stable: counts.iter().filter(|&&n| n > 0).count() <= 1,
+        severity: severity::of(clause, verdict),
+        reason,
+        records: records.to_vec(),
+    }
+}
+
+impl Summary {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "tools": self.tools,
+            "kept_every_promise": self.kept,
+            "confirmed": self.confirmed,
+            "refuted": self.refuted,
+            "skipped": self.skipped,
+            "errored": self.errored,
+            "not_graded": self.not_graded,
+            "no_successful_call": self.no_successful_call,
+            "unstable": self.unstable,
+        })
+    }
+}
+
+/// The map as one JSON document; confirmed cells carry their evidence.
+pub fn to_json(map: &Map) -> Value {
+    json!({
+        "campaign": map.campaign,
+        "clauses": map.clauses,
+        "summary": map.totals().to_json(),
+        "servers": map.servers.iter().map(|s| json!({
+            "id": s.id,
+            "name": s.name,
+            "version": s.version,
+            "probes": s.probes,
+            "summary": s.summary.to_json(),
+            "tools": s.tools.iter().map(|t| json!({
+                "name": t.name,
+                "calls": t.calls,
+                "succeeded": t.succeeded,
+                "cells": t.cells.iter().map(|c| json!({
+                    "clause": c.clause,
+                    "verdict": c.verdict,
+                    "severity": c.severity.name,
+                    "stable": c.stable,
+                    "distribution": VERDICTS.iter().zip(c.counts).filter(|(_, n)| *n > 0)
+                        .map(|(v, n)| (v.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                    "reason": c.reason,
+                    "records": c.records.iter().map(|r| {
+                        let mut record = json!({
+                            "probe": r.probe,
+                            "seq": r.seq,
+                            "hash": r.hash,
+                            "verdict": r.verdict,
+                            "contract": r.contract,
+                            "calls": r.calls,
+                            "succeeded": r.succeeded,
+                        });
+                        if r.verdict == "confirmed" {
+                            record["evidence"] = r.evidence.clone();
+                        }
+                        record
+                    }).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}

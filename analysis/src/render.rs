@@ -1,0 +1,333 @@
+//! Writing the outputs: every format rendered in memory first, then written beside its
+//! final name and renamed into place, so a failure leaves no output that looks complete.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::Analysis;
+use crate::map::{Map, VERDICTS};
+use crate::read::AnalysisError;
+use crate::tables::{self, TABLES};
+
+/// An output format of `vac report --out`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    Html,
+    Md,
+    Json,
+    Csv,
+    Parquet,
+    Sarif,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] = [
+        Format::Html,
+        Format::Md,
+        Format::Json,
+        Format::Csv,
+        Format::Parquet,
+        Format::Sarif,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Md => "md",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
+            Format::Sarif => "sarif",
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown format {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+/// What to render and how results name their files.
+#[derive(Clone, Debug)]
+pub struct RenderOptions {
+    pub formats: Vec<Format>,
+    /// The directory read, as the user named it, when that is a relative path: SARIF
+    /// locations in receipt logs are `<source_root>/<probe>/receipts.jsonl`.
+    pub source_root: String,
+    /// The vac version that renders (SARIF `tool.driver.version`).
+    pub version: String,
+}
+
+/// Every file of `formats`, as (relative path, bytes), in a fixed order.
+pub fn files(
+    analysis: &Analysis,
+    options: &RenderOptions,
+) -> Result<Vec<(String, Vec<u8>)>, AnalysisError> {
+    let mut formats = options.formats.clone();
+    formats.sort();
+    formats.dedup();
+    let mut out = Vec::new();
+    for format in formats {
+        match format {
+            Format::Html => out.push((
+                "map.html".into(),
+                crate::html::html(&analysis.map).into_bytes(),
+            )),
+            Format::Md => out.push(("map.md".into(), markdown(&analysis.map).into_bytes())),
+            Format::Json => out.push((
+                "map.json".into(),
+                pretty(&crate::map::to_json(&analysis.map)),
+            )),
+            Format::Sarif => {
+                let log = crate::sarif::sarif(
+                    &analysis.map,
+                    &analysis.rows,
+                    &options.source_root,
+                    &options.version,
+                );
+                out.push(("map.sarif".into(), pretty(&log)));
+            }
+            Format::Csv => {
+                out.push(("map.csv".into(), map_csv(&analysis.map).into_bytes()));
+                for name in TABLES {
+                    let mut df = tables::table(&analysis.rows, name)?;
+                    let mut bytes = Vec::new();
+                    tables::write_csv(&mut df, &mut bytes).map_err(|detail| {
+                        AnalysisError::Table {
+                            table: name,
+                            detail,
+                        }
+                    })?;
+                    out.push((format!("tables/{name}.csv"), bytes));
+                }
+            }
+            Format::Parquet => {
+                for name in TABLES {
+                    let mut df = tables::table(&analysis.rows, name)?;
+                    let mut bytes = Vec::new();
+                    tables::write_parquet(&mut df, &mut bytes).map_err(|detail| {
+                        AnalysisError::Table {
+                            table: name,
+                            detail,
+                        }
+                    })?;
+                    out.push((format!("tables/{name}.parquet"), bytes));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Renders `formats` into `dir` (created if absent); returns the files written.
+///
+/// Each file is written and synced as `NAME.partial`, then all are renamed into place.
+/// On any failure every file of this render is removed again — the staged ones and any
+/// already renamed — so a map that is there is a whole one.
+pub fn render(
+    analysis: &Analysis,
+    dir: &Path,
+    options: &RenderOptions,
+) -> Result<Vec<PathBuf>, AnalysisError> {
+    let files = files(analysis, options)?;
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| AnalysisError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir.join("tables")).map_err(write_err(dir))?;
+    let mut made: Vec<PathBuf> = Vec::new();
+    let result = (|| {
+        let mut staged = Vec::new();
+        for (name, bytes) in &files {
+            let partial = dir.join(format!("{name}.partial"));
+            made.push(partial.clone());
+            let mut file = std::fs::File::create(&partial).map_err(write_err(&partial))?;
+            file.write_all(bytes).map_err(write_err(&partial))?;
+            file.sync_all().map_err(write_err(&partial))?;
+            staged.push((partial, dir.join(name)));
+        }
+        let mut written = Vec::new();
+        for (partial, path) in staged {
+            std::fs::rename(&partial, &path).map_err(write_err(&path))?;
+            made.push(path.clone());
+            written.push(path);
+        }
+        Ok(written)
+    })();
+    if result.is_err() {
+        for path in &made {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    // An empty tables/ (no csv or parquet asked for, or a failed render) is not an output.
+    let _ = std::fs::remove_dir(dir.join("tables"));
+    result
+}
+
+fn pretty(value: &serde_json::Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The glyph of a verdict: the map reads without colour.
+pub fn symbol(verdict: &str) -> &'static str {
+    match verdict {
+        "confirmed" => "✗",
+        "refuted" => "✓",
+        "skipped" => "–",
+        "errored" => "!",
+        _ => "·",
+    }
+}
+
+/// Summary then one matrix per server (tools × clauses).
+pub fn markdown(map: &Map) -> String {
+    let mut md = String::new();
+    md.push_str(&format!("# Conformance map: {}\n\n", map.campaign));
+    md.push_str(
+        "Legend: ✗ confirmed (the tool broke the promise) · ✓ refuted (called, live sensors, \
+         nothing forbidden seen) · – skipped · ! errored · · not graded. A cell marked ~ \
+         differs between repetitions.\n\n",
+    );
+    md.push_str("## Summary\n\n");
+    md.push_str("| server | tools | kept every promise | confirmed | refuted | skipped | errored | tools with no successful call | unstable cells |\n");
+    md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let row = |name: &str, s: &crate::map::Summary| {
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            name,
+            s.tools,
+            s.kept,
+            s.confirmed,
+            s.refuted,
+            s.skipped,
+            s.errored,
+            s.no_successful_call,
+            s.unstable
+        )
+    };
+    for s in &map.servers {
+        md.push_str(&row(&md_escape(&s.id), &s.summary));
+    }
+    md.push_str(&row("**all**", &map.totals()));
+    for s in &map.servers {
+        md.push_str(&format!("\n## {}\n\n", md_escape(&s.id)));
+        if let Some(name) = &s.name {
+            md.push_str(&format!(
+                "Server `{}` {}; probes: {}.\n\n",
+                md_escape(name),
+                s.version.as_deref().map(md_escape).unwrap_or_default(),
+                s.probes.len()
+            ));
+        }
+        md.push_str("| tool | calls ok |");
+        for c in &map.clauses {
+            md.push_str(&format!(" {c} |"));
+        }
+        md.push_str("\n|---|---:|");
+        for _ in &map.clauses {
+            md.push_str(":---:|");
+        }
+        md.push('\n');
+        for t in &s.tools {
+            md.push_str(&format!(
+                "| {} | {}/{} |",
+                md_escape(&t.name),
+                t.succeeded,
+                t.calls
+            ));
+            for c in &t.cells {
+                let mark = if c.stable { "" } else { "~" };
+                md.push_str(&format!(" {}{mark} |", symbol(c.verdict)));
+            }
+            md.push('\n');
+        }
+        let confirmed: Vec<_> = s
+            .tools
+            .iter()
+            .flat_map(|t| t.cells.iter().map(move |c| (t, c)))
+            .filter(|(_, c)| c.verdict == "confirmed")
+            .collect();
+        if !confirmed.is_empty() {
+            md.push_str("\nConfirmed:\n\n");
+            for (t, c) in confirmed {
+                let r = c.records.iter().find(|r| r.verdict == "confirmed");
+                md.push_str(&format!(
+                    "- **{} × {}** ({}): {}{}\n",
+                    md_escape(&t.name),
+                    c.clause,
+                    c.severity.name,
+                    md_escape(&c.reason),
+                    r.map(|r| format!(
+                        " — receipt seq {} `{}`",
+                        r.seq,
+                        &r.hash[..16.min(r.hash.len())]
+                    ))
+                    .unwrap_or_default()
+                ));
+            }
+        }
+    }
+    md
+}
+
+fn md_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '|' | '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '\\' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\n' | '\r' => out.push(' '),
+            ch => out.push(ch),
+        }
+    }
+    out
+}
+
+/// One line per cell.
+pub fn map_csv(map: &Map) -> String {
+    let mut csv = String::from("server,tool,clause,verdict,severity,stable,");
+    csv.push_str(&VERDICTS.join(","));
+    csv.push_str(",calls,succeeded,reason\n");
+    for (s, t, c) in map.cells() {
+        let fields = [
+            s.id.clone(),
+            t.name.clone(),
+            c.clause.clone(),
+            c.verdict.to_string(),
+            c.severity.name.to_string(),
+            c.stable.to_string(),
+            c.counts[0].to_string(),
+            c.counts[1].to_string(),
+            c.counts[2].to_string(),
+            c.counts[3].to_string(),
+            t.calls.to_string(),
+            t.succeeded.to_string(),
+            c.reason.clone(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        csv.push_str(&line.join(","));
+        csv.push('\n');
+    }
+    csv
+}
+
+fn csv_field(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}

@@ -1,0 +1,194 @@
+//! The rows as polars tables, and their Parquet and CSV files. Column names and meanings
+//! are in `TABLES.md`; a test keeps the two in step.
+
+use std::io::Write;
+
+use polars::prelude::{
+    Column, CsvWriter, DataFrame, ParquetCompression, ParquetWriter, SerWriter, StatisticsOptions,
+};
+
+use crate::read::{AnalysisError, compact};
+use crate::rows::Rows;
+
+/// The tables, in the order they are documented and written.
+pub const TABLES: [&str; 7] = [
+    "probes",
+    "runs",
+    "calls",
+    "effects",
+    "verdicts",
+    "manifests",
+    "selftests",
+];
+
+/// One table of `rows` by name (one of [`TABLES`]).
+pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError> {
+    let columns = match name {
+        "probes" => {
+            let p = &rows.probes;
+            vec![
+                text("probe", p.iter().map(|p| p.dir.clone())),
+                text("server", p.iter().map(|p| p.server.clone())),
+                text("target", p.iter().map(|p| p.target.clone())),
+                opt_text("server_name", p.iter().map(|p| p.server_name.clone())),
+                opt_text("server_version", p.iter().map(|p| p.server_version.clone())),
+                opt_text("protocol", p.iter().map(|p| p.protocol.clone())),
+                text("vac_version", p.iter().map(|p| p.vac_version.clone())),
+                int("seed", p.iter().map(|p| p.seed)),
+                opt_text("contract_name", p.iter().map(|p| p.contract_name.clone())),
+                opt_text("contract", p.iter().map(|p| p.contract_hash.clone())),
+                text("head", p.iter().map(|p| p.head.clone())),
+                int("records", p.iter().map(|p| p.records)),
+            ]
+        }
+        "runs" => {
+            let r = &rows.runs;
+            vec![
+                text("probe", r.iter().map(|r| r.probe.clone())),
+                text("run_id", r.iter().map(|r| r.run_id.clone())),
+                text("role", r.iter().map(|r| r.role.clone())),
+                int("repetition", r.iter().map(|r| u64::from(r.repetition))),
+                opt_text("tool", r.iter().map(|r| r.tool.clone())),
+                text("status", r.iter().map(|r| r.status.clone())),
+                text("detail", r.iter().map(|r| r.detail.clone())),
+                int("start_seq", r.iter().map(|r| r.start_seq)),
+                opt_int("end_seq", r.iter().map(|r| r.end_seq)),
+                int("frames", r.iter().map(|r| r.frames)),
+                int("events", r.iter().map(|r| r.events)),
+            ]
+        }
+        "calls" => {
+            let c = &rows.calls;
+            vec![
+                text("probe", c.iter().map(|c| c.probe.clone())),
+                text("run_id", c.iter().map(|c| c.run_id.clone())),
+                text("role", c.iter().map(|c| c.role.clone())),
+                int("seq", c.iter().map(|c| c.seq)),
+                int("index", c.iter().map(|c| c.index)),
+                text("tool", c.iter().map(|c| c.tool.clone())),
+                text("purpose", c.iter().map(|c| c.purpose.clone())),
+                opt_int("repeat_of", c.iter().map(|c| c.repeat_of)),
+                text("arguments", c.iter().map(|c| c.arguments.clone())),
+                text("status", c.iter().map(|c| c.status.clone())),
+                opt_text("error", c.iter().map(|c| c.error.clone())),
+                opt_int("requested_ns", c.iter().map(|c| c.requested_ns)),
+                opt_int("answered_ns", c.iter().map(|c| c.answered_ns)),
+            ]
+        }
+        "effects" => {
+            let e = &rows.effects;
+            vec![
+                text("probe", e.iter().map(|e| e.probe.clone())),
+                text("run_id", e.iter().map(|e| e.run_id.clone())),
+                text("role", e.iter().map(|e| e.role.clone())),
+                int("seq", e.iter().map(|e| e.seq)),
+                text("sensor", e.iter().map(|e| e.sensor.clone())),
+                text("class", e.iter().map(|e| e.class.clone())),
+                text("target", e.iter().map(|e| e.target.clone())),
+                opt_int("t_ns", e.iter().map(|e| e.t_ns)),
+                text("detail", e.iter().map(|e| e.detail.clone())),
+            ]
+        }
+        "verdicts" => {
+            let v = &rows.verdicts;
+            vec![
+                text("probe", v.iter().map(|v| v.probe.clone())),
+                text(
+                    "server",
+                    v.iter().map(|v| {
+                        rows.probe(&v.probe)
+                            .map(|p| p.server.clone())
+                            .unwrap_or_default()
+                    }),
+                ),
+                text("run_id", v.iter().map(|v| v.run_id.clone())),
+                int("seq", v.iter().map(|v| v.seq)),
+                text("record_hash", v.iter().map(|v| v.record_hash.clone())),
+                text("tool", v.iter().map(|v| v.tool.clone())),
+                text("clause", v.iter().map(|v| v.clause.clone())),
+                text("verdict", v.iter().map(|v| v.verdict.clone())),
+                text(
+                    "severity",
+                    v.iter()
+                        .map(|v| crate::severity::of(&v.clause, &v.verdict).name.to_string()),
+                ),
+                text("reason", v.iter().map(|v| v.reason.clone())),
+                opt_int("calls", v.iter().map(|v| v.calls)),
+                opt_int("succeeded", v.iter().map(|v| v.succeeded)),
+                text("contract", v.iter().map(|v| v.contract.clone())),
+                opt_text("basis", v.iter().map(|v| v.basis.clone())),
+                text("evidence", v.iter().map(|v| compact(&v.evidence))),
+            ]
+        }
+        "manifests" => {
+            let m = &rows.manifests;
+            vec![
+                text("probe", m.iter().map(|m| m.probe.clone())),
+                text("run_id", m.iter().map(|m| m.run_id.clone())),
+                int("seq", m.iter().map(|m| m.seq)),
+                text("phase", m.iter().map(|m| m.phase.clone())),
+                int("position", m.iter().map(|m| m.position)),
+                text("tool", m.iter().map(|m| m.tool.clone())),
+                opt_text("description", m.iter().map(|m| m.description.clone())),
+                text("annotations", m.iter().map(|m| m.annotations.clone())),
+                text("input_schema", m.iter().map(|m| m.input_schema.clone())),
+                opt_bool("complete", m.iter().map(|m| m.complete)),
+            ]
+        }
+        "selftests" => {
+            let s = &rows.selftests;
+            vec![
+                text("probe", s.iter().map(|s| s.probe.clone())),
+                text("run_id", s.iter().map(|s| s.run_id.clone())),
+                int("seq", s.iter().map(|s| s.seq)),
+                text("sensor", s.iter().map(|s| s.sensor.clone())),
+                text("status", s.iter().map(|s| s.status.clone())),
+                text("detail", s.iter().map(|s| s.detail.clone())),
+            ]
+        }
+        _ => unreachable!("not a table: {name}"),
+    };
+    DataFrame::new_infer_height(columns).map_err(|e| AnalysisError::Table {
+        table: name,
+        detail: e.to_string(),
+    })
+}
+
+fn text(name: &str, values: impl Iterator<Item = String>) -> Column {
+    Column::new(name.into(), values.collect::<Vec<_>>())
+}
+
+fn opt_text(name: &str, values: impl Iterator<Item = Option<String>>) -> Column {
+    Column::new(name.into(), values.collect::<Vec<_>>())
+}
+
+fn int(name: &str, values: impl Iterator<Item = u64>) -> Column {
+    Column::new(name.into(), values.collect::<Vec<_>>())
+}
+
+fn opt_int(name: &str, values: impl Iterator<Item = Option<u64>>) -> Column {
+    Column::new(name.into(), values.collect::<Vec<_>>())
+}
+
+fn opt_bool(name: &str, values: impl Iterator<Item = Option<bool>>) -> Column {
+    Column::new(name.into(), values.collect::<Vec<_>>())
+}
+
+/// A table as CSV: header line, `\n` line ends, polars' quoting.
+pub fn write_csv(df: &mut DataFrame, out: &mut impl Write) -> Result<(), String> {
+    CsvWriter::new(out).finish(df).map_err(|e| e.to_string())
+}
+
+/// A table as Parquet with fixed settings, so the same rows give the same bytes:
+/// zstd pages at its default level, no statistics, one row group per 65,536 rows, columns written in
+/// order.
+pub fn write_parquet(df: &mut DataFrame, out: &mut impl Write) -> Result<(), String> {
+    ParquetWriter::new(out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::empty())
+        .with_row_group_size(Some(65_536))
+        .set_parallel(false)
+        .finish(df)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,476 @@
+//! The analysis crate on synthetic campaigns written through the real receipt writer:
+//! determinism of every format, the documented tables, SARIF against the 2.1.0 schema
+//! and GitHub's rules, repetitions, escaping, and bad input.
+
+mod synth;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use serde_json::Value;
+use synth::Shape;
+use vac_analysis::{AnalysisError, Format, RenderOptions, load, render};
+
+const SMALL: Shape = Shape {
+    servers: 3,
+    tools: 6,
+    effects_per_tool: 8,
+};
+
+fn options(root: &str) -> RenderOptions {
+    RenderOptions {
+        formats: Format::ALL.to_vec(),
+        source_root: root.to_string(),
+        version: "0.1.0".into(),
+    }
+}
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for sub in ["", "tables"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rendering_twice_gives_identical_bytes_in_all_six_formats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let campaign = tmp.path().join("campaign");
+    synth::campaign(&campaign, SMALL);
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    render(&load(&campaign, None).unwrap(), &a, &options("campaign")).unwrap();
+    render(&load(&campaign, None).unwrap(), &b, &options("campaign")).unwrap();
+    let (fa, fb) = (files(&a), files(&b));
+    let names: Vec<&String> = fa.keys().collect();
+    for wanted in [
+        "map.html",
+        "map.md",
+        "map.json",
+        "map.csv",
+        "map.sarif",
+        "tables/verdicts.parquet",
+        "tables/effects.csv",
+    ] {
+        assert!(fa.contains_key(wanted), "{wanted} missing from {names:?}");
+    }
+    assert_eq!(fa.len(), 5 + 2 * 7, "{names:?}");
+    for (name, bytes) in &fa {
+        assert!(!bytes.is_empty(), "{name} is empty");
+        assert!(fb[name] == *bytes, "{name} differs between two renders");
+    }
+    // A fresh copy of the receipts elsewhere gives the same bytes too.
+    let copy = tmp.path().join("copy").join("campaign");
+    synth::campaign(&copy, SMALL);
+    let c = tmp.path().join("c");
+    render(&load(&copy, None).unwrap(), &c, &options("campaign")).unwrap();
+    assert_eq!(files(&c), fa);
+}
+
+#[test]
+fn the_map_has_one_cell_per_server_tool_clause_and_its_summary_adds_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    let analysis = load(tmp.path(), Some("synthetic")).unwrap();
+    let map = &analysis.map;
+    assert_eq!(map.servers.len(), 3);
+    assert_eq!(map.cells().count(), 3 * 6 * 10);
+    assert_eq!(map.clauses, synth::CLAUSES);
+    for (s, server) in map.servers.iter().enumerate() {
+        assert_eq!(server.id, format!("server-{s:03} --root /data"));
+        assert_eq!(server.name.as_deref(), Some(format!("synth-{s}").as_str()));
+        for (t, tool) in server.tools.iter().enumerate() {
+            for (c, cell) in tool.cells.iter().enumerate() {
+                assert_eq!(cell.verdict, synth::verdict_of(s, t, c), "{s} {t} {c}");
+                assert!(cell.stable);
+                assert_eq!(cell.records.len(), 1);
+            }
+        }
+        let confirmed = (0..6)
+            .flat_map(|t| (0..10).map(move |c| (t, c)))
+            .filter(|&(t, c)| synth::verdict_of(s, t, c) == "confirmed")
+            .count() as u64;
+        assert_eq!(server.summary.confirmed, confirmed);
+        let failing_tools = (0..6).filter(|t| (s + t) % 5 == 0).count() as u64;
+        assert_eq!(server.summary.no_successful_call, failing_tools);
+    }
+    let json = vac_analysis::map::to_json(map);
+    let totals = map.totals();
+    assert_eq!(json["summary"]["confirmed"], totals.confirmed);
+    assert_eq!(
+        totals.confirmed + totals.refuted + totals.skipped + totals.errored + totals.not_graded,
+        180
+    );
+    assert_eq!(analysis.rows.effects.len(), 3 * 6 * 8);
+    assert_eq!(analysis.rows.calls.len(), 3 * 6);
+    assert_eq!(analysis.rows.manifests.len(), 3 * 6);
+}
+
+#[test]
+fn repetitions_that_disagree_make_an_unstable_cell_with_its_distribution() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = Shape {
+        servers: 1,
+        tools: 2,
+        effects_per_tool: 1,
+    };
+    // The same server twice (rep-a, rep-b), then a third copy edited to differ.
+    synth::probe(&tmp.path().join("rep-a"), 0, one);
+    synth::probe(&tmp.path().join("rep-b"), 0, one);
+    synth::probe(&tmp.path().join("rep-c"), 5, one); // another server
+    let map = load(tmp.path(), None).unwrap().map;
+    assert_eq!(map.servers.len(), 2);
+    let first = &map.servers[0];
+    assert_eq!(first.probes, ["rep-a", "rep-b"]);
+    for cell in first.tools.iter().flat_map(|t| &t.cells) {
+        assert!(cell.stable);
+        assert_eq!(cell.records.len(), 2);
+    }
+
+    // Two servers whose probes differ: write server 0 as a repetition of server 5's
+    // command by renaming — the id is the command, so give both the same target.
+    let tmp = tempfile::tempdir().unwrap();
+    synth::probe(&tmp.path().join("a"), 0, one);
+    synth::probe(&tmp.path().join("b"), 5, one);
+    let mut rows = vac_analysis::read(tmp.path()).unwrap();
+    let id = rows.probes[0].server.clone();
+    rows.probes[1].server = id;
+    let map = vac_analysis::map::build(&rows, "reps");
+    assert_eq!(map.servers.len(), 1);
+    let unstable: Vec<_> = map.cells().filter(|(_, _, c)| !c.stable).collect();
+    assert!(!unstable.is_empty());
+    for (_, _, cell) in &unstable {
+        assert_eq!(cell.counts.iter().sum::<u64>(), 2);
+    }
+    assert_eq!(map.servers[0].summary.unstable, unstable.len() as u64);
+    let json = vac_analysis::map::to_json(&map);
+    let cell = &json["servers"][0]["tools"][0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["stable"] == false)
+        .cloned()
+        .unwrap();
+    assert_eq!(cell["distribution"].as_object().unwrap().len(), 2, "{cell}");
+}
+
+#[test]
+fn tables_are_the_ones_tables_md_documents() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/TABLES.md")).unwrap();
+    let mut documented: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in doc.lines() {
+        if line.starts_with("# ") {
+            current = None;
+        } else if let Some(name) = line.strip_prefix("## `").and_then(|l| l.strip_suffix('`')) {
+            current = Some(name.to_string());
+            documented.insert(name.to_string(), Vec::new());
+        } else if let (Some(table), Some(rest)) = (&current, line.strip_prefix("| `")) {
+            let column = rest.split('`').next().unwrap().to_string();
+            documented.get_mut(table).unwrap().push(column);
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    let rows = vac_analysis::read(tmp.path()).unwrap();
+    let names: Vec<String> = vac_analysis::tables::TABLES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        documented.keys().cloned().collect::<HashSet<_>>(),
+        names.iter().cloned().collect()
+    );
+    for name in vac_analysis::tables::TABLES {
+        let df = vac_analysis::tables::table(&rows, name).unwrap();
+        let columns: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(columns, documented[name], "table {name}");
+        assert!(df.height() > 0, "table {name} is empty");
+    }
+}
+
+#[test]
+fn the_clause_list_is_the_contracts_one() {
+    let ours: Vec<&str> = vac_analysis::severity::CLAUSES
+        .iter()
+        .map(|(c, _)| *c)
+        .collect();
+    let theirs: Vec<&str> = vac_contracts::Clause::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn server_controlled_text_is_escaped_in_html_and_markdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    let analysis = load(tmp.path(), None).unwrap();
+    let html = vac_analysis::html::html(&analysis.map);
+    // Reasons hold `<clause> & "tool"`.
+    assert!(!html.contains("<fs.write>"));
+    assert!(html.contains("&lt;fs.write&gt; &amp; &quot;tool_000&quot;"));
+    // Nothing is fetched from elsewhere.
+    for needle in ["src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(needle), "{needle}");
+    }
+    assert!(html.contains("Content-Security-Policy"));
+    let md = vac_analysis::render::markdown(&analysis.map);
+    assert!(md.contains("\\<fs.write\\>"), "markdown escapes");
+}
+
+fn sarif_of(servers: usize) -> (Value, vac_analysis::Analysis) {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(
+        tmp.path(),
+        Shape {
+            servers,
+            tools: 4,
+            effects_per_tool: 1,
+        },
+    );
+    let analysis = load(tmp.path(), Some("synthetic")).unwrap();
+    let log =
+        vac_analysis::sarif::sarif(&analysis.map, &analysis.rows, "receipts/campaign", "0.1.0");
+    (log, analysis)
+}
+
+/// Schema validity and the rules GitHub code scanning applies to uploads.
+fn check_sarif(log: &Value, confirmed: usize) {
+    let schema: Value = serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(log)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The schema does reject what breaks it (the check can fail).
+    let mut broken = log.clone();
+    broken["runs"][0]["results"] = serde_json::json!([{"message": {}}]);
+    assert!(
+        !validator.is_valid(&broken),
+        "the schema accepted a result without ruleId text"
+    );
+
+    assert_eq!(log["version"], "2.1.0");
+    let runs = log["runs"].as_array().unwrap();
+    assert!(runs.len() <= 20, "GitHub takes at most 20 runs per file");
+    let mut ids = HashSet::new();
+    let mut fingerprints = HashSet::new();
+    let mut results = 0;
+    for run in runs {
+        let id = run["automationDetails"]["id"].as_str().unwrap();
+        assert!(ids.insert(id.to_string()), "category {id} repeats");
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        let rule_ids: Vec<&str> = rules.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        for rule in rules {
+            let tags: Vec<&str> = rule["properties"]["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            assert!(tags.contains(&"security"), "{rule}");
+            let severity: f64 = rule["properties"]["security-severity"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((0.0..=10.0).contains(&severity));
+            assert!(rule["shortDescription"]["text"].is_string());
+        }
+        let logical = run["logicalLocations"].as_array().unwrap();
+        let results_of_run = run["results"].as_array().unwrap();
+        assert!(results_of_run.len() <= 25_000);
+        for result in results_of_run {
+            results += 1;
+            let rule = result["ruleId"].as_str().unwrap();
+            assert_eq!(
+                rule_ids[result["ruleIndex"].as_u64().unwrap() as usize],
+                rule
+            );
+            let locations = result["locations"].as_array().unwrap();
+            assert!(!locations.is_empty());
+            let physical = &locations[0]["physicalLocation"];
+            let uri = physical["artifactLocation"]["uri"].as_str().unwrap();
+            assert!(
+                !uri.starts_with('/') && !uri.contains("://"),
+                "{uri} is not repository-relative"
+            );
+            assert!(physical["region"]["startLine"].as_u64().unwrap() >= 1);
+            let l = &locations[0]["logicalLocations"][0];
+            let tool = &logical[l["index"].as_u64().unwrap() as usize];
+            assert_eq!(tool["kind"], "function");
+            assert_eq!(tool["name"], l["name"]);
+            let server = &logical[tool["parentIndex"].as_u64().unwrap() as usize];
+            assert_eq!(server["kind"], "module");
+            assert_eq!(result["properties"]["server"], server["name"]);
+            let fp = result["partialFingerprints"]["vacCell/v1"]
+                .as_str()
+                .unwrap();
+            assert!(
+                fingerprints.insert(fp.to_string()),
+                "fingerprint {fp} repeats"
+            );
+        }
+    }
+    assert_eq!(results, confirmed, "one result per confirmed cell");
+}
+
+#[test]
+fn sarif_validates_and_keeps_githubs_rules() {
+    let (log, analysis) = sarif_of(3);
+    let confirmed = analysis
+        .map
+        .cells()
+        .filter(|(_, _, c)| c.verdict == "confirmed")
+        .count();
+    assert!(confirmed > 0);
+    check_sarif(&log, confirmed);
+    assert_eq!(log["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(log["runs"][0]["automationDetails"]["id"], "vac/synthetic/");
+    let result = &log["runs"][0]["results"][0];
+    let uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        uri.starts_with("receipts/campaign/server-") && uri.ends_with("/receipts.jsonl"),
+        "{uri}"
+    );
+    // The line is the verdict record's own.
+    let seq = result["properties"]["receipt"]["seq"].as_u64().unwrap();
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"],
+        seq + 1
+    );
+    // Fingerprints are stable: the same server, tool and clause always hash alike.
+    let (again, _) = sarif_of(3);
+    assert_eq!(log, again);
+}
+
+#[test]
+fn sarif_beyond_twenty_servers_is_one_run_per_clause_family() {
+    let (log, analysis) = sarif_of(21);
+    let confirmed = analysis
+        .map
+        .cells()
+        .filter(|(_, _, c)| c.verdict == "confirmed")
+        .count();
+    check_sarif(&log, confirmed);
+    let ids: Vec<&str> = log["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["automationDetails"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "vac/synthetic/fs/",
+            "vac/synthetic/exec/",
+            "vac/synthetic/net/",
+            "vac/synthetic/result/",
+            "vac/synthetic/manifest/",
+            "vac/synthetic/idempotent/"
+        ]
+    );
+}
+
+#[test]
+fn a_directory_that_is_not_receipts_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "hello").unwrap();
+    let err = load(tmp.path(), None).unwrap_err();
+    assert!(matches!(err, AnalysisError::NotReceipts(_)), "{err}");
+    assert!(err.to_string().contains("not a receipt directory"), "{err}");
+    // A log file that is not a receipt log.
+    std::fs::write(tmp.path().join("receipts.jsonl"), "hello\n").unwrap();
+    let err = load(tmp.path(), None).unwrap_err();
+    assert!(err.to_string().contains("not a receipt directory"), "{err}");
+}
+
+#[test]
+fn a_broken_chain_is_named_by_its_record_and_nothing_is_rendered() {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    let log = tmp.path().join("server-001").join("receipts.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let at = bytes.iter().position(|&b| b == b'\n').unwrap() + 40; // inside line 2
+    bytes[at] ^= 0x01;
+    std::fs::write(&log, bytes).unwrap();
+    let err = load(tmp.path(), None).unwrap_err();
+    assert!(err.is_broken(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("server-001") && text.contains("line 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unsealed_log_and_an_empty_campaign_are_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    // Cut the seal off: the log still chains, but the probe never finished.
+    let log = tmp.path().join("server-002").join("receipts.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    std::fs::write(&log, &text[..cut]).unwrap();
+    let err = load(tmp.path(), None).unwrap_err();
+    assert!(err.to_string().contains("not sealed"), "{err}");
+
+    // A campaign with no probe directory at all.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir(empty.path().join("server-000")).unwrap();
+    let err = load(empty.path(), None).unwrap_err();
+    assert!(matches!(err, AnalysisError::NotReceipts(_)), "{err}");
+
+    // Probes that hold no verdict: nothing to map.
+    let bare = tempfile::tempdir().unwrap();
+    let start = vac_receipts::CampaignStart {
+        vac_version: "0.1.0".into(),
+        host: vac_receipts::Host {
+            hostname: "h".into(),
+            kernel: "k".into(),
+            arch: "a".into(),
+        },
+        config_hash: vac_receipts::Digest::of(b"{}"),
+        seed: 0,
+        config: Value::Null,
+    };
+    let w = vac_receipts::ReceiptWriter::create(bare.path().join("p"), Default::default(), start)
+        .unwrap();
+    w.seal(None).unwrap();
+    let err = load(bare.path(), None).unwrap_err();
+    assert!(matches!(err, AnalysisError::Empty(_)), "{err}");
+}
+
+#[test]
+fn a_failed_render_leaves_no_output_that_looks_complete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let campaign = tmp.path().join("campaign");
+    synth::campaign(&campaign, SMALL);
+    let analysis = load(&campaign, None).unwrap();
+    // `map.json` is a directory: writing it fails after other files were staged.
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(out.join("map.json")).unwrap();
+    std::fs::write(out.join("map.json").join("keep"), "x").unwrap();
+    let err = render(&analysis, &out, &options("")).unwrap_err();
+    assert!(err.to_string().contains("map.json"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["map.json"], "only what was there before remains");
+}
