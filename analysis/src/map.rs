@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::rows::{Probe, Rows, VerdictRow};
@@ -73,7 +75,7 @@ pub struct CellRecord {
     pub contract: String,
     pub calls: Option<u64>,
     pub succeeded: Option<u64>,
-    pub evidence: Value,
+    pub evidence: Arc<Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -343,7 +345,7 @@ pub fn to_json(map: &Map) -> Value {
                             "succeeded": r.succeeded,
                         });
                         if r.verdict == "confirmed" {
-                            record["evidence"] = r.evidence.clone();
+                            record["evidence"] = (*r.evidence).clone();
                         }
                         record
                     }).collect::<Vec<_>>(),

@@ -2,6 +2,8 @@
 //! verified and turned into rows in the same pass.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use vac_receipts::{Body, Entry, ReadError, Role, VerifyError, VerifyOptions};
@@ -47,7 +49,10 @@ impl AnalysisError {
     /// A chain that does not verify (the `vac` exit code 4), as opposed to input that is
     /// not receipts at all.
     pub fn is_broken(&self) -> bool {
-        matches!(self, AnalysisError::Broken { .. })
+        matches!(
+            self,
+            AnalysisError::Broken { .. } | AnalysisError::Incomplete { .. }
+        )
     }
 }
 
@@ -80,14 +85,50 @@ pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
 }
 
 /// Reads every probe under `root` (see [`probe_dirs`]), verifying each sealed chain.
+///
+/// Probes are read in parallel (one thread per core); rows keep directory order, and the
+/// error reported is the first in directory order, whatever finished first.
 pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
+    let dirs = probe_dirs(root)?;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(dirs.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<Result<Rows, AnalysisError>>>> =
+        Mutex::new((0..dirs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(dir) = dirs.get(i) else { break };
+                    let name = match dir.strip_prefix(root) {
+                        Ok(rel) if !rel.as_os_str().is_empty() => {
+                            rel.to_string_lossy().into_owned()
+                        }
+                        _ => String::new(),
+                    };
+                    let read = read_probe(dir, name);
+                    let failed = read.is_err();
+                    done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(read);
+                    if failed {
+                        // Later probes are not needed; earlier ones finish for the ordering.
+                        next.fetch_max(dirs.len(), Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
+        }
+    });
     let mut rows = Rows::default();
-    for dir in probe_dirs(root)? {
-        let name = match dir.strip_prefix(root) {
-            Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
-            _ => String::new(),
-        };
-        read_probe(&dir, name, &mut rows)?;
+    for read in done.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        match read {
+            Some(read) => rows.append(read?),
+            // Skipped after an earlier-started probe failed: that failure comes first
+            // unless an earlier directory failed too, which the loop has returned already.
+            None => continue,
+        }
     }
     if rows.verdicts.is_empty() {
         return Err(AnalysisError::Empty(root.to_path_buf()));
@@ -95,8 +136,8 @@ pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
     Ok(rows)
 }
 
-/// One probe directory, appended to `rows` only once its whole chain verified.
-fn read_probe(dir: &Path, name: String, rows: &mut Rows) -> Result<(), AnalysisError> {
+/// One probe directory's rows, once its whole chain verified.
+fn read_probe(dir: &Path, name: String) -> Result<Rows, AnalysisError> {
     let mut reader = ProbeReader::new(name);
     let options = VerifyOptions {
         require_seal: true,
@@ -123,8 +164,7 @@ fn read_probe(dir: &Path, name: String, rows: &mut Rows) -> Result<(), AnalysisE
         p.head = verified.head.to_string();
         p.records = verified.records;
     }
-    rows.append(probe);
-    Ok(())
+    Ok(probe)
 }
 
 /// The rows of one probe while its log is read.
@@ -276,7 +316,7 @@ impl ProbeReader {
                         .get("basis")
                         .and_then(Value::as_str)
                         .map(str::to_string),
-                    evidence: evidence.clone(),
+                    evidence: std::sync::Arc::new(evidence.clone()),
                 });
             }
             Body::Seal(_) | Body::Plan(_) | Body::Effect(_) => {}

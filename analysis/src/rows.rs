@@ -1,6 +1,8 @@
 //! The rows read from receipts, before they become polars tables. `TABLES.md` documents
 //! every column.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 /// One probe directory: a server audited once.
@@ -91,7 +93,8 @@ pub struct VerdictRow {
     /// The contract's blake3 the cell was graded against.
     pub contract: String,
     pub basis: Option<String>,
-    pub evidence: Value,
+    /// Shared with the map's cells, which cite it.
+    pub evidence: Arc<Value>,
 }
 
 #[derive(Clone, Debug)]

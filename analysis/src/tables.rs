@@ -27,30 +27,36 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         "probes" => {
             let p = &rows.probes;
             vec![
-                text("probe", p.iter().map(|p| p.dir.clone())),
-                text("server", p.iter().map(|p| p.server.clone())),
-                text("target", p.iter().map(|p| p.target.clone())),
-                opt_text("server_name", p.iter().map(|p| p.server_name.clone())),
-                opt_text("server_version", p.iter().map(|p| p.server_version.clone())),
-                opt_text("protocol", p.iter().map(|p| p.protocol.clone())),
-                text("vac_version", p.iter().map(|p| p.vac_version.clone())),
+                text("probe", p.iter().map(|p| p.dir.as_str())),
+                text("server", p.iter().map(|p| p.server.as_str())),
+                text("target", p.iter().map(|p| p.target.as_str())),
+                opt_text("server_name", p.iter().map(|p| p.server_name.as_deref())),
+                opt_text(
+                    "server_version",
+                    p.iter().map(|p| p.server_version.as_deref()),
+                ),
+                opt_text("protocol", p.iter().map(|p| p.protocol.as_deref())),
+                text("vac_version", p.iter().map(|p| p.vac_version.as_str())),
                 int("seed", p.iter().map(|p| p.seed)),
-                opt_text("contract_name", p.iter().map(|p| p.contract_name.clone())),
-                opt_text("contract", p.iter().map(|p| p.contract_hash.clone())),
-                text("head", p.iter().map(|p| p.head.clone())),
+                opt_text(
+                    "contract_name",
+                    p.iter().map(|p| p.contract_name.as_deref()),
+                ),
+                opt_text("contract", p.iter().map(|p| p.contract_hash.as_deref())),
+                text("head", p.iter().map(|p| p.head.as_str())),
                 int("records", p.iter().map(|p| p.records)),
             ]
         }
         "runs" => {
             let r = &rows.runs;
             vec![
-                text("probe", r.iter().map(|r| r.probe.clone())),
-                text("run_id", r.iter().map(|r| r.run_id.clone())),
-                text("role", r.iter().map(|r| r.role.clone())),
+                text("probe", r.iter().map(|r| r.probe.as_str())),
+                text("run_id", r.iter().map(|r| r.run_id.as_str())),
+                text("role", r.iter().map(|r| r.role.as_str())),
                 int("repetition", r.iter().map(|r| u64::from(r.repetition))),
-                opt_text("tool", r.iter().map(|r| r.tool.clone())),
-                text("status", r.iter().map(|r| r.status.clone())),
-                text("detail", r.iter().map(|r| r.detail.clone())),
+                opt_text("tool", r.iter().map(|r| r.tool.as_deref())),
+                text("status", r.iter().map(|r| r.status.as_str())),
+                text("detail", r.iter().map(|r| r.detail.as_str())),
                 int("start_seq", r.iter().map(|r| r.start_seq)),
                 opt_int("end_seq", r.iter().map(|r| r.end_seq)),
                 int("frames", r.iter().map(|r| r.frames)),
@@ -60,17 +66,17 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         "calls" => {
             let c = &rows.calls;
             vec![
-                text("probe", c.iter().map(|c| c.probe.clone())),
-                text("run_id", c.iter().map(|c| c.run_id.clone())),
-                text("role", c.iter().map(|c| c.role.clone())),
+                text("probe", c.iter().map(|c| c.probe.as_str())),
+                text("run_id", c.iter().map(|c| c.run_id.as_str())),
+                text("role", c.iter().map(|c| c.role.as_str())),
                 int("seq", c.iter().map(|c| c.seq)),
                 int("index", c.iter().map(|c| c.index)),
-                text("tool", c.iter().map(|c| c.tool.clone())),
-                text("purpose", c.iter().map(|c| c.purpose.clone())),
+                text("tool", c.iter().map(|c| c.tool.as_str())),
+                text("purpose", c.iter().map(|c| c.purpose.as_str())),
                 opt_int("repeat_of", c.iter().map(|c| c.repeat_of)),
-                text("arguments", c.iter().map(|c| c.arguments.clone())),
-                text("status", c.iter().map(|c| c.status.clone())),
-                opt_text("error", c.iter().map(|c| c.error.clone())),
+                text("arguments", c.iter().map(|c| c.arguments.as_str())),
+                text("status", c.iter().map(|c| c.status.as_str())),
+                opt_text("error", c.iter().map(|c| c.error.as_deref())),
                 opt_int("requested_ns", c.iter().map(|c| c.requested_ns)),
                 opt_int("answered_ns", c.iter().map(|c| c.answered_ns)),
             ]
@@ -78,72 +84,75 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         "effects" => {
             let e = &rows.effects;
             vec![
-                text("probe", e.iter().map(|e| e.probe.clone())),
-                text("run_id", e.iter().map(|e| e.run_id.clone())),
-                text("role", e.iter().map(|e| e.role.clone())),
+                text("probe", e.iter().map(|e| e.probe.as_str())),
+                text("run_id", e.iter().map(|e| e.run_id.as_str())),
+                text("role", e.iter().map(|e| e.role.as_str())),
                 int("seq", e.iter().map(|e| e.seq)),
-                text("sensor", e.iter().map(|e| e.sensor.clone())),
-                text("class", e.iter().map(|e| e.class.clone())),
-                text("target", e.iter().map(|e| e.target.clone())),
+                text("sensor", e.iter().map(|e| e.sensor.as_str())),
+                text("class", e.iter().map(|e| e.class.as_str())),
+                text("target", e.iter().map(|e| e.target.as_str())),
                 opt_int("t_ns", e.iter().map(|e| e.t_ns)),
-                text("detail", e.iter().map(|e| e.detail.clone())),
+                text("detail", e.iter().map(|e| e.detail.as_str())),
             ]
         }
         "verdicts" => {
             let v = &rows.verdicts;
+            let servers: std::collections::HashMap<&str, &str> = rows
+                .probes
+                .iter()
+                .map(|p| (p.dir.as_str(), p.server.as_str()))
+                .collect();
+            let evidence: Vec<String> = v.iter().map(|v| compact(&v.evidence)).collect();
             vec![
-                text("probe", v.iter().map(|v| v.probe.clone())),
+                text("probe", v.iter().map(|v| v.probe.as_str())),
                 text(
                     "server",
-                    v.iter().map(|v| {
-                        rows.probe(&v.probe)
-                            .map(|p| p.server.clone())
-                            .unwrap_or_default()
-                    }),
+                    v.iter()
+                        .map(|v| servers.get(v.probe.as_str()).copied().unwrap_or("")),
                 ),
-                text("run_id", v.iter().map(|v| v.run_id.clone())),
+                text("run_id", v.iter().map(|v| v.run_id.as_str())),
                 int("seq", v.iter().map(|v| v.seq)),
-                text("record_hash", v.iter().map(|v| v.record_hash.clone())),
-                text("tool", v.iter().map(|v| v.tool.clone())),
-                text("clause", v.iter().map(|v| v.clause.clone())),
-                text("verdict", v.iter().map(|v| v.verdict.clone())),
+                text("record_hash", v.iter().map(|v| v.record_hash.as_str())),
+                text("tool", v.iter().map(|v| v.tool.as_str())),
+                text("clause", v.iter().map(|v| v.clause.as_str())),
+                text("verdict", v.iter().map(|v| v.verdict.as_str())),
                 text(
                     "severity",
                     v.iter()
-                        .map(|v| crate::severity::of(&v.clause, &v.verdict).name.to_string()),
+                        .map(|v| crate::severity::of(&v.clause, &v.verdict).name),
                 ),
-                text("reason", v.iter().map(|v| v.reason.clone())),
+                text("reason", v.iter().map(|v| v.reason.as_str())),
                 opt_int("calls", v.iter().map(|v| v.calls)),
                 opt_int("succeeded", v.iter().map(|v| v.succeeded)),
-                text("contract", v.iter().map(|v| v.contract.clone())),
-                opt_text("basis", v.iter().map(|v| v.basis.clone())),
-                text("evidence", v.iter().map(|v| compact(&v.evidence))),
+                text("contract", v.iter().map(|v| v.contract.as_str())),
+                opt_text("basis", v.iter().map(|v| v.basis.as_deref())),
+                text("evidence", evidence.iter().map(String::as_str)),
             ]
         }
         "manifests" => {
             let m = &rows.manifests;
             vec![
-                text("probe", m.iter().map(|m| m.probe.clone())),
-                text("run_id", m.iter().map(|m| m.run_id.clone())),
+                text("probe", m.iter().map(|m| m.probe.as_str())),
+                text("run_id", m.iter().map(|m| m.run_id.as_str())),
                 int("seq", m.iter().map(|m| m.seq)),
-                text("phase", m.iter().map(|m| m.phase.clone())),
+                text("phase", m.iter().map(|m| m.phase.as_str())),
                 int("position", m.iter().map(|m| m.position)),
-                text("tool", m.iter().map(|m| m.tool.clone())),
-                opt_text("description", m.iter().map(|m| m.description.clone())),
-                text("annotations", m.iter().map(|m| m.annotations.clone())),
-                text("input_schema", m.iter().map(|m| m.input_schema.clone())),
+                text("tool", m.iter().map(|m| m.tool.as_str())),
+                opt_text("description", m.iter().map(|m| m.description.as_deref())),
+                text("annotations", m.iter().map(|m| m.annotations.as_str())),
+                text("input_schema", m.iter().map(|m| m.input_schema.as_str())),
                 opt_bool("complete", m.iter().map(|m| m.complete)),
             ]
         }
         "selftests" => {
             let s = &rows.selftests;
             vec![
-                text("probe", s.iter().map(|s| s.probe.clone())),
-                text("run_id", s.iter().map(|s| s.run_id.clone())),
+                text("probe", s.iter().map(|s| s.probe.as_str())),
+                text("run_id", s.iter().map(|s| s.run_id.as_str())),
                 int("seq", s.iter().map(|s| s.seq)),
-                text("sensor", s.iter().map(|s| s.sensor.clone())),
-                text("status", s.iter().map(|s| s.status.clone())),
-                text("detail", s.iter().map(|s| s.detail.clone())),
+                text("sensor", s.iter().map(|s| s.sensor.as_str())),
+                text("status", s.iter().map(|s| s.status.as_str())),
+                text("detail", s.iter().map(|s| s.detail.as_str())),
             ]
         }
         _ => unreachable!("not a table: {name}"),
@@ -154,11 +163,11 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
     })
 }
 
-fn text(name: &str, values: impl Iterator<Item = String>) -> Column {
+fn text<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> Column {
     Column::new(name.into(), values.collect::<Vec<_>>())
 }
 
-fn opt_text(name: &str, values: impl Iterator<Item = Option<String>>) -> Column {
+fn opt_text<'a>(name: &str, values: impl Iterator<Item = Option<&'a str>>) -> Column {
     Column::new(name.into(), values.collect::<Vec<_>>())
 }
 

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
+use vac_analysis::AnalysisError;
 use vac_harness::client::HttpEndpoint;
 use vac_harness::exit::Exit;
 use vac_harness::probe::{
@@ -114,6 +115,10 @@ struct ReportArgs {
     /// Write the conformance map and the tables into this directory.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The map's name (its title, and the SARIF category `vac/NAME/`); keep it the same
+    /// across uploads of one campaign. Default: the directory's name.
+    #[arg(long)]
+    campaign: Option<String>,
     /// Formats to write with `--out`, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "html,md,json,csv,parquet,sarif",
           value_parser = parse_format, requires = "out")]
@@ -289,11 +294,15 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if !single || args.out.is_some() {
-        let analysis = match vac_analysis::load(&args.dir, None) {
+        let analysis = match vac_analysis::load(&args.dir, args.campaign.as_deref()) {
             Ok(analysis) => analysis,
             Err(error) if error.is_broken() => {
                 println!("{error}");
                 return Ok(Exit::Broken.into());
+            }
+            Err(error @ (AnalysisError::NotReceipts(_) | AnalysisError::Empty(_))) => {
+                eprintln!("vac: {error}");
+                return Ok(Exit::Usage.into());
             }
             Err(error) => {
                 eprintln!("vac: {error}");
@@ -372,6 +381,10 @@ fn width() -> usize {
         .unwrap_or(120)
 }
 
+/// The demo map's name, the same on every run (`vac report DIR --campaign "vac demo"`
+/// regenerates it byte for byte).
+const DEMO_CAMPAIGN: &str = "vac demo";
+
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let vac = std::env::current_exe().context("cannot find the vac binary")?;
     let runtime = runtime()?;
@@ -398,7 +411,7 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             worst = Exit::CouldNotRun.into();
         }
     }
-    let analysis = vac_analysis::load(&campaign, Some("vac demo"))
+    let analysis = vac_analysis::load(&campaign, Some(DEMO_CAMPAIGN))
         .context("cannot read the demo campaign back")?;
     if !args.json {
         print!("{}", report::map_summary(&analysis.map, false, width()));
