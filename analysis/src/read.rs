@@ -333,18 +333,18 @@ impl ProbeReader {
         let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_string);
         match kind {
             "session" => {
-                if let Some(p) = self.probe.as_mut() {
-                    if p.server_name.is_none() {
-                        let info = event.get("server").and_then(Value::as_array);
-                        let part = |i: usize| {
-                            info.and_then(|a| a.get(i))
-                                .and_then(Value::as_str)
-                                .map(str::to_string)
-                        };
-                        p.server_name = part(0);
-                        p.server_version = part(1);
-                        p.protocol = text("protocol_version");
-                    }
+                if let Some(p) = self.probe.as_mut()
+                    && p.server_name.is_none()
+                {
+                    let info = event.get("server").and_then(Value::as_array);
+                    let part = |i: usize| {
+                        info.and_then(|a| a.get(i))
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    };
+                    p.server_name = part(0);
+                    p.server_version = part(1);
+                    p.protocol = text("protocol_version");
                 }
             }
             "manifest" => {

@@ -216,24 +216,23 @@ fn result(
 /// the tool's table in it), else the verdict record's line in the receipt log.
 fn location(rows: &Rows, root: &str, probe: &str, tool: &str, seq: u64) -> Location {
     let found = rows.probe(probe);
-    if let Some(p) = found {
-        if let (Some(name), Some(text)) = (&p.contract_name, &p.contract_text) {
-            let relative = !name.starts_with('/')
-                && !name.contains("://")
-                && name != "derived from annotations";
-            if relative {
-                let line = text
-                    .lines()
-                    .position(|l| {
-                        let l = l.trim();
-                        l == format!("[tools.\"{tool}\"]") || l == format!("[tools.{tool}]")
-                    })
-                    .map_or(1, |i| i as u64 + 1);
-                return Location {
-                    uri: name.clone(),
-                    line,
-                };
-            }
+    if let Some(p) = found
+        && let (Some(name), Some(text)) = (&p.contract_name, &p.contract_text)
+    {
+        let relative =
+            !name.starts_with('/') && !name.contains("://") && name != "derived from annotations";
+        if relative {
+            let line = text
+                .lines()
+                .position(|l| {
+                    let l = l.trim();
+                    l == format!("[tools.\"{tool}\"]") || l == format!("[tools.{tool}]")
+                })
+                .map_or(1, |i| i as u64 + 1);
+            return Location {
+                uri: name.clone(),
+                line,
+            };
         }
     }
     let mut uri = String::new();

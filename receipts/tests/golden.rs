@@ -183,3 +183,30 @@ fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// `verify_each` hands over exactly the records that checked, in order: every one of the
+/// valid chain, and of a tampered chain only those before its first bad line.
+#[test]
+fn verify_each_visits_the_checked_records_only() {
+    let mut seen = Vec::new();
+    let report = vac_receipts::verify_each(data().join("valid"), &VerifyOptions::default(), |e| {
+        seen.push((e.line, e.record.seq))
+    })
+    .unwrap();
+    assert_eq!(seen.len() as u64, report.records);
+    assert!(
+        seen.iter()
+            .enumerate()
+            .all(|(i, &(line, seq))| line == i as u64 + 1 && seq == i as u64)
+    );
+
+    let mut seen = Vec::new();
+    let error = vac_receipts::verify_each(
+        data().join("byte_flip_body"),
+        &VerifyOptions::default(),
+        |e| seen.push(e.line),
+    )
+    .unwrap_err();
+    let bad = error.line().expect("the error names a line");
+    assert_eq!(seen, (1..bad).collect::<Vec<_>>(), "{error}");
+}

@@ -118,7 +118,7 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
             config: json!({"run": {"tool": tool}}),
         }))
         .unwrap();
-        let ok = (s + t) % 5 != 0;
+        let ok = !(s + t).is_multiple_of(5);
         event(
             &mut w,
             &run,
@@ -157,7 +157,7 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
     for (t, tool) in tools.iter().enumerate() {
         for (c, clause) in CLAUSES.iter().enumerate() {
             let verdict = verdict_of(s, t, c);
-            let ok = u64::from((s + t) % 5 != 0);
+            let ok = u64::from(!(s + t).is_multiple_of(5));
             let evidence = match verdict {
                 "confirmed" => json!({
                     "basis": "readOnlyHint: true",
