@@ -244,7 +244,7 @@ impl ProbeReader {
             Body::SandboxConfig(config) => {
                 let tool = config
                     .config
-                    .pointer("/run/tool")
+                    .get("tool")
                     .and_then(Value::as_str)
                     .map(str::to_string);
                 if let Some(run) = self.run_mut(&config.run_id) {

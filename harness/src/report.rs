@@ -32,6 +32,16 @@ pub fn json(report: &ProbeReport) -> Value {
         "verdicts": verdicts,
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
         "runs": report.runs,
+        "findings": [{
+            "id": "protocol.stdout_clean",
+            "verdict": if report.stdout_noise.lines > 0 { "confirmed" } else { "refuted" },
+            "reason": match report.stdout_noise.lines {
+                0 => "every line the server sent was a JSON-RPC message".to_string(),
+                n => format!("{n} line(s) the server sent were text, not JSON-RPC: recorded and skipped"),
+            },
+            "lines": report.stdout_noise.lines,
+            "first": report.stdout_noise.first,
+        }],
         "receipts": report.receipts,
         "head": report.head,
     })
@@ -55,6 +65,26 @@ pub fn table(doc: &Value, all: bool, width: usize) -> String {
         return out;
     }
     let _ = writeln!(out, "contract  {}", short(&text("contract")));
+    for finding in doc["findings"].as_array().into_iter().flatten() {
+        if finding["verdict"] == "confirmed" {
+            let first = &finding["first"];
+            let _ = writeln!(
+                out,
+                "{}",
+                cut(
+                    &format!(
+                        "stdout    {} ({}): {}; first at seq {}: {:?}",
+                        finding["id"].as_str().unwrap_or("?"),
+                        finding["verdict"].as_str().unwrap_or("?"),
+                        finding["reason"].as_str().unwrap_or(""),
+                        first["seq"],
+                        first["excerpt"].as_str().unwrap_or("")
+                    ),
+                    width
+                )
+            );
+        }
+    }
     let cells: Vec<&Value> = doc["verdicts"].as_array().into_iter().flatten().collect();
     let name = |cell: &Value, key: &str| cell[key].as_str().unwrap_or("?").to_string();
     let mut tools: Vec<String> = Vec::new();

@@ -279,11 +279,21 @@ async fn garbage_answer_to_a_call_fails_the_session() {
 #[tokio::test]
 async fn non_mcp_commands_error_without_hanging() {
     let start = Instant::now();
+    // Text then the end of the stream: the text was noise, and the error says so.
     let (_child, streams) = spawn_command("sh", &["-c", "echo this is not an mcp server"]);
     let error = McpSession::connect(streams, FrameLog::default(), short_timeouts())
         .await
         .expect_err("not mcp");
-    assert!(matches!(error, ClientError::Protocol { .. }), "{error}");
+    assert!(
+        matches!(&error, ClientError::AfterNoise { cause, lines: 1, .. }
+            if matches!(**cause, ClientError::Closed { .. })),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("not JSON-RPC")
+            && error.to_string().contains("this is not an mcp server"),
+        "{error}"
+    );
 
     // `cat` echoes the initialize request back: valid JSON-RPC, never an answer.
     let (_child, streams) = spawn_command("cat", &[]);

@@ -235,3 +235,49 @@ fn a_set_printed_in_random_order_is_not_a_rug_pull_but_a_changed_description_is(
     }
     panic!("three pairs of launches printed the set in the same order");
 }
+
+/// A banner before initialize and a tool that logs to stdout: both lines are recorded and
+/// skipped, the server is audited, and `protocol.stdout_clean` is confirmed with the
+/// first line as evidence.
+const CHATTY: &str = r#"
+print("\x1b[1mchatty-server v1\x1b[0m listening on stdio", flush=True)
+def tools(m):
+    return {"tools": [
+        {"name": "lookup", "description": "Look a word up.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {"word": {"type": "string"}}}},
+        {"name": "quiet", "description": "Say nothing.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {}}},
+    ]}
+"#;
+const LOGS_TO_STDOUT: &str = r#"if m["params"]["name"] == "lookup": print("looking up " + json.dumps(m["params"].get("arguments")), flush=True)"#;
+
+#[test]
+fn text_on_stdout_is_noise_recorded_and_skipped_not_a_fatal_error() {
+    if !privileged("text_on_stdout_is_noise_recorded_and_skipped_not_a_fatal_error") {
+        return;
+    }
+    let script = python_server("chatty", CHATTY, LOGS_TO_STDOUT);
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    assert_eq!(probe.output.status.code(), Some(0), "{:#}", probe.json);
+    for tool in ["lookup", "quiet"] {
+        let cell = cell(&probe.json, tool, "fs.write");
+        assert_eq!(cell["verdict"], "refuted", "{tool}: {cell}");
+        assert!(cell["succeeded"].as_u64().unwrap() >= 1, "{tool}: {cell}");
+        let cell = common::cell(&probe.json, tool, "result.secrets");
+        assert_ne!(cell["verdict"], "errored", "{tool}: {cell}");
+    }
+    let finding = &probe.json["findings"][0];
+    assert_eq!(finding["id"], "protocol.stdout_clean");
+    assert_eq!(finding["verdict"], "confirmed", "{finding}");
+    // The banner once per launch, and a log line per lookup call.
+    assert!(finding["lines"].as_u64().unwrap() >= 3, "{finding}");
+    let excerpt = finding["first"]["excerpt"].as_str().unwrap();
+    assert!(excerpt.contains("chatty-server v1"), "{excerpt}");
+    assert_report_matches(&probe);
+
+    // A clean server's stdout is refuted.
+    let honest = common::probe(&[], &fixture("honest"));
+    assert_eq!(honest.json["findings"][0]["verdict"], "refuted");
+    assert_eq!(honest.json["findings"][0]["lines"], 0);
+}

@@ -33,20 +33,54 @@ impl Digest {
 
     /// Parses 64 lowercase hex digits; `None` for anything else.
     pub fn from_hex(text: &str) -> Option<Digest> {
-        let lowercase = text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if text.len() != 64 || !lowercase {
+        // Every record's `prev` passes here: a table-free nibble decode, no allocation.
+        fn nibble(b: u8) -> Option<u8> {
+            match b {
+                b'0'..=b'9' => Some(b - b'0'),
+                b'a'..=b'f' => Some(b - b'a' + 10),
+                _ => None,
+            }
+        }
+        let text = text.as_bytes();
+        if text.len() != 64 {
             return None;
         }
         let mut bytes = [0; 32];
-        hex::decode_to_slice(text, &mut bytes).ok()?;
+        for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
+            *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
         Some(Digest(bytes))
     }
 
     /// The 64-digit lowercase hex form.
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        self.hex_str().to_owned()
+    }
+
+    /// The 64 lowercase hex digits, on the stack.
+    fn hex_digits(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0; 64];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0x0f)];
+        }
+        out
+    }
+
+    fn hex_str(&self) -> HexStr {
+        HexStr(self.hex_digits())
+    }
+}
+
+/// A digest's hex digits, borrowed as a `str` without allocating.
+struct HexStr([u8; 64]);
+
+impl std::ops::Deref for HexStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        // Only ASCII hex digits are ever written into it.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
@@ -58,7 +92,7 @@ impl From<blake3::Hash> for Digest {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        f.write_str(&self.hex_str())
     }
 }
 
@@ -70,7 +104,7 @@ impl fmt::Debug for Digest {
 
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_hex())
+        serializer.serialize_str(&self.hex_str())
     }
 }
 

@@ -115,7 +115,7 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
         run_start(&mut w, &run, &target, Role::Subject);
         w.append(Body::SandboxConfig(SandboxConfig {
             run_id: run.clone(),
-            config: json!({"run": {"tool": tool}}),
+            config: json!({"tool": tool}),
         }))
         .unwrap();
         let ok = !(s + t).is_multiple_of(5);

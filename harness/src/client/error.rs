@@ -19,6 +19,17 @@ pub enum ClientError {
     TotalBytes { cap: u64 },
     #[error("{what} got no answer within {after:?}")]
     Timeout { what: &'static str, after: Duration },
+    /// Initialize failed (`cause`: no answer, or the stream closed) and stdout held text
+    /// that is not JSON-RPC: most likely not an MCP server, or one that only logs.
+    #[error(
+        "{cause}; stdout held {lines} line(s) that are not JSON-RPC (frame {frame}: {excerpt:?})"
+    )]
+    AfterNoise {
+        cause: Box<ClientError>,
+        lines: u64,
+        frame: u64,
+        excerpt: String,
+    },
     #[error("server sent a line that is not JSON-RPC (frame {frame}): {detail}")]
     Protocol { frame: u64, detail: String },
     #[error("reading the server's stdout failed")]

@@ -482,7 +482,9 @@ impl HttpShared {
         match parsed {
             Parsed::Message(message) => tx.send(*message).await.is_ok(),
             Parsed::Blank | Parsed::UnknownNotification => true,
-            Parsed::Garbage(detail) => {
+            // A body or an SSE event is one message, not a stream of lines: text that is
+            // not JSON-RPC there is a broken answer, not a log line to skip.
+            Parsed::Noise(detail) | Parsed::Garbage(detail) => {
                 self.link.set_fault(Fault::Garbage { frame, detail });
                 false
             }

@@ -79,7 +79,11 @@ pub(crate) enum Parsed {
     /// A JSON notification the SDK cannot type (e.g. without `"jsonrpc": "2.0"`); skipped,
     /// as the SDK does, but still recorded.
     UnknownNotification,
-    /// Not a JSON-RPC message at all.
+    /// Text that is not a JSON-RPC message (a banner, a log line, JSON of another kind):
+    /// recorded and skipped, as reference clients do; the detail says why it is not one.
+    Noise(String),
+    /// Not text (not UTF-8, or holding NUL bytes), or a JSON-RPC message that does not
+    /// parse: the stream is not a usable channel.
     Garbage(String),
 }
 
@@ -99,7 +103,19 @@ pub(crate) fn parse_line(line: &[u8]) -> Parsed {
             {
                 Parsed::UnknownNotification
             }
-            _ => Parsed::Garbage(error.to_string()),
+            // Meant as a message (it names the protocol, an id or a method) but malformed.
+            Ok(value)
+                if ["jsonrpc", "id", "method", "result", "error"]
+                    .iter()
+                    .any(|k| value.get(k).is_some()) =>
+            {
+                Parsed::Garbage(error.to_string())
+            }
+            _ if std::str::from_utf8(line).is_err() => {
+                Parsed::Garbage(format!("not UTF-8 text ({error})"))
+            }
+            _ if line.contains(&0) => Parsed::Garbage(format!("holds NUL bytes ({error})")),
+            _ => Parsed::Noise(error.to_string()),
         },
     }
 }
@@ -166,7 +182,23 @@ mod tests {
     fn classifies_lines() {
         assert!(matches!(parse_line(b"\r\n"), Parsed::Blank));
         assert!(matches!(parse_line(b"\xff\xfe{\n"), Parsed::Garbage(_)));
-        assert!(matches!(parse_line(b"hello\n"), Parsed::Garbage(_)));
+        // Text that is not JSON-RPC is noise: a banner, a log line, other JSON.
+        assert!(matches!(parse_line(b"hello\n"), Parsed::Noise(_)));
+        assert!(matches!(
+            parse_line(b"\x1b[32mServer ready\x1b[0m on stdio\n"),
+            Parsed::Noise(_)
+        ));
+        assert!(matches!(
+            parse_line(br#"{"level":"info"}"#),
+            Parsed::Noise(_)
+        ));
+        assert!(matches!(parse_line(b"[1, 2]\n"), Parsed::Noise(_)));
+        // Binary, or a message that does not parse, is garbage.
+        assert!(matches!(parse_line(b"ab\x00cd\n"), Parsed::Garbage(_)));
+        assert!(matches!(
+            parse_line(br#"{"jsonrpc":"2.0","id":1,"bogus":7}"#),
+            Parsed::Garbage(_)
+        ));
         // rmcp types vendor notifications itself; one it cannot type is skipped, not fatal.
         assert!(matches!(
             parse_line(br#"{"jsonrpc":"2.0","method":"vendor/thing","params":{"a":1}}"#),

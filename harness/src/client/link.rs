@@ -35,7 +35,20 @@ pub(crate) struct LinkShared {
     /// Requests whose raw result JSON the session wants, and the result once it came.
     raw: Mutex<HashMap<RequestId, Option<Value>>>,
     tools_list_changed: AtomicU64,
+    noise: Mutex<Noise>,
 }
+
+/// Lines on stdout that were text but not JSON-RPC, skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Noise {
+    pub(crate) lines: u64,
+    /// The first one: its frame and an excerpt.
+    pub(crate) first: Option<(u64, String)>,
+}
+
+/// Noise lines a session tolerates; one more is a protocol fault (a server that floods
+/// stdout with text costs vac parsing time, not only bytes, which the total cap bounds).
+pub(crate) const MAX_NOISE_LINES: u64 = 1024;
 
 impl LinkShared {
     fn new() -> Self {
@@ -44,7 +57,25 @@ impl LinkShared {
             drained: watch::Sender::new(false),
             raw: Mutex::new(HashMap::new()),
             tools_list_changed: AtomicU64::new(0),
+            noise: Mutex::new(Noise::default()),
         }
+    }
+
+    /// Counts one noise line; returns how many there have been.
+    pub(crate) fn note_noise(&self, frame: u64, line: &[u8]) -> u64 {
+        let mut noise = self.noise.lock().unwrap_or_else(|e| e.into_inner());
+        noise.lines += 1;
+        if noise.first.is_none() {
+            let text = String::from_utf8_lossy(line);
+            let text = text.trim_end();
+            let excerpt: String = text.chars().take(120).collect();
+            noise.first = Some((frame, excerpt));
+        }
+        noise.lines
+    }
+
+    pub(crate) fn noise(&self) -> Noise {
+        self.noise.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn set_fault(&self, fault: Fault) {

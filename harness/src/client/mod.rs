@@ -30,3 +30,12 @@ pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats};
 pub use options::{ClientOptions, ServerOutput, ServerStreams};
 pub use session::McpSession;
+
+/// Whether a recorded stdout line is text that is not JSON-RPC (skipped as noise), and
+/// why: the one classification the pump and the replay of its frames share.
+pub(crate) fn noise(line: &[u8]) -> Option<String> {
+    match lines::parse_line(line) {
+        lines::Parsed::Noise(detail) => Some(detail),
+        _ => None,
+    }
+}

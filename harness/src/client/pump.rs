@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, watch};
 use super::error::Fault;
 use super::frame::{Direction, FrameLog};
 use super::lines::{Line, LineSplitter, Parsed, parse_line};
-use super::link::LinkShared;
+use super::link::{LinkShared, MAX_NOISE_LINES};
 use super::options::{BoxRead, ClientOptions};
 
 const CHUNK: usize = 64 * 1024;
@@ -139,12 +139,26 @@ impl StdoutPump {
         if let Parsed::Message(message) = &parsed {
             self.shared.observe(message, &line.bytes);
         }
+        let line_bytes = match parsed {
+            Parsed::Noise(_) => line.bytes.clone(),
+            _ => Vec::new(),
+        };
         let frame = self
             .log
             .record(Direction::FromServer, at, line.bytes, line.len, false);
         match parsed {
             Parsed::Message(message) => self.deliver(*message).await,
             Parsed::Blank | Parsed::UnknownNotification => {}
+            Parsed::Noise(detail) => {
+                if self.shared.note_noise(frame, &line_bytes) > MAX_NOISE_LINES {
+                    let detail = format!(
+                        "more than {MAX_NOISE_LINES} lines on stdout that are not JSON-RPC \
+                         (the last: {detail})"
+                    );
+                    self.shared.set_fault(Fault::Garbage { frame, detail });
+                    self.tx = None;
+                }
+            }
             Parsed::Garbage(detail) => {
                 self.shared.set_fault(Fault::Garbage { frame, detail });
                 self.tx = None;

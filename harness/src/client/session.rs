@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::endpoint::HttpEndpoint;
 use super::error::ClientError;
 use super::frame::FrameLog;
-use super::link::Link;
+use super::link::{Link, Noise};
 use super::options::{ClientOptions, ServerOutput, ServerStreams};
 
 /// Added to the request timeout before vac stops waiting on the SDK itself, which enforces
@@ -194,6 +194,23 @@ fn client_config() -> ClientConfig {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
+/// An initialize failure, with the noise on stdout when there was some: what a user needs
+/// to tell "not an MCP server" from "an MCP server that did not answer".
+fn with_noise(error: ClientError, link: &Link) -> ClientError {
+    match link.shared.noise() {
+        Noise {
+            lines,
+            first: Some((frame, excerpt)),
+        } => ClientError::AfterNoise {
+            cause: Box::new(error),
+            lines,
+            frame,
+            excerpt,
+        },
+        _ => error,
+    }
+}
+
 async fn initialize<T>(
     transport: T,
     link: &Link,
@@ -212,7 +229,7 @@ where
     const WHAT: &str = "initialize";
     let after = options.initialize_timeout;
     let served = match tokio::time::timeout(after, client_config().serve(transport)).await {
-        Err(_) => return Err(ClientError::Timeout { what: WHAT, after }),
+        Err(_) => return Err(with_noise(ClientError::Timeout { what: WHAT, after }, link)),
         Ok(served) => served,
     };
     let mut service = match served {
@@ -221,12 +238,13 @@ where
             error @ (ClientInitializeError::ConnectionClosed(_)
             | ClientInitializeError::TransportError { .. }),
         ) => {
-            return Err(
+            return Err(with_noise(
                 match link.shared.fault_within(options.shutdown_grace).await {
                     Some(fault) => fault.into_error(WHAT),
                     None => ClientError::Initialize(Box::new(error)),
                 },
-            );
+                link,
+            ));
         }
         Err(ClientInitializeError::JsonRpcError(error)) => {
             return Err(ClientError::Rpc {

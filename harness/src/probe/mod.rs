@@ -33,7 +33,7 @@ use vac_sandbox::{Limits, Sandbox, SandboxError};
 
 pub use event::EventError;
 pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
-pub use replay::{ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
+pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use run::Quiet;
 pub use target::Target;
 
@@ -136,6 +136,9 @@ pub struct ProbeReport {
     pub failure: Option<String>,
     pub grades: Option<Grades>,
     pub runs: Vec<Value>,
+    /// Lines the server wrote to stdout that are text but not JSON-RPC, skipped as noise
+    /// (`protocol.stdout_clean`); not a tool's broken promise, so not a violation.
+    pub stdout_noise: NoiseSeen,
 }
 
 impl ProbeReport {

@@ -80,6 +80,16 @@ pub(crate) struct Recorded {
     pub(crate) runs: Vec<RunOutput>,
     /// The verdict records with their sequence numbers.
     pub(crate) verdicts: Vec<(u64, vac_receipts::Verdict)>,
+    /// Server-to-client frames that were text but not JSON-RPC (`protocol.stdout_clean`).
+    pub(crate) noise: NoiseSeen,
+}
+
+/// The noise lines of a log: how many, and the first with its record.
+#[derive(Debug, Default, Clone)]
+pub struct NoiseSeen {
+    pub lines: u64,
+    /// `run`, `seq` (the frame record), `excerpt`, `why`.
+    pub first: Option<Value>,
 }
 
 /// Reads a receipt log (verified or not: the caller decides) into [`Recorded`].
@@ -167,6 +177,31 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
                     )
             }
             Body::Verdict(verdict) => recorded.verdicts.push((seq, verdict)),
+            Body::Frame(frame)
+                if frame.direction == vac_receipts::Direction::FromServer
+                    && !frame.bytes.is_truncated() =>
+            {
+                let bytes =
+                    log.payload_bytes(&frame.bytes)
+                        .map_err(|source| ReplayError::Payload {
+                            dir: dir.to_path_buf(),
+                            seq,
+                            source,
+                        })?;
+                if let Some(detail) = crate::client::noise(&bytes) {
+                    let noise = &mut recorded.noise;
+                    noise.lines += 1;
+                    if noise.first.is_none() {
+                        let text = String::from_utf8_lossy(&bytes);
+                        noise.first = Some(json!({
+                            "run": frame.run_id,
+                            "seq": seq,
+                            "excerpt": text.trim_end().chars().take(200).collect::<String>(),
+                            "why": detail,
+                        }));
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -199,6 +234,7 @@ pub(crate) fn grade(
         failure: None,
         grades: None,
         runs: recorded.runs.iter().map(summary).collect(),
+        stdout_noise: recorded.noise.clone(),
     };
     let Some((decls, malformed)) = manifest(control) else {
         let why = control

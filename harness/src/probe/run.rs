@@ -581,7 +581,11 @@ async fn collect(
 }
 
 fn failure(during: &str, error: &ClientError) -> RunFailure {
-    let kind = match error {
+    let cause = match error {
+        ClientError::AfterNoise { cause, .. } => cause,
+        other => other,
+    };
+    let kind = match cause {
         ClientError::Timeout { .. } => ErrorKind::Timeout,
         ClientError::Closed { .. }
         | ClientError::Read(_)
