@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::map::{Map, MapCell, ServerMap, ToolMap, VERDICTS};
+use crate::read::compact;
 use crate::render::symbol;
 
 const CELL: u32 = 26;
@@ -355,10 +356,6 @@ fn effects(h: &mut String, title: &str, list: Option<&Value>) {
         h.push_str("</ul>");
     }
     h.push_str("</dd>");
-}
-
-fn compact(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// HTML text and attribute escaping.

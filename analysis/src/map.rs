@@ -81,7 +81,7 @@ pub struct CellRecord {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub tools: u64,
-    /// Tools with a refuted cell and no confirmed or errored one.
+    /// Tools with a successful call, a refuted cell and no confirmed or errored one.
     pub kept: u64,
     /// Headline verdicts of the server's cells.
     pub confirmed: u64,
@@ -186,7 +186,9 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                         .collect();
                     summary.tools += 1;
                     let has = |v: &str| cells.iter().any(|c| c.verdict == v);
-                    if has("refuted") && !has("confirmed") && !has("errored") {
+                    // A tool none of whose calls succeeded kept nothing it was tested on,
+                    // whatever its manifest-only cells say.
+                    if ok > 0 && has("refuted") && !has("confirmed") && !has("errored") {
                         summary.kept += 1;
                     }
                     if ok == 0 {

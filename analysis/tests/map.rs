@@ -109,9 +109,18 @@ fn the_map_has_one_cell_per_server_tool_clause_and_its_summary_adds_up() {
     );
     assert_eq!(analysis.rows.effects.len(), 3 * 6 * 8);
     assert_eq!(analysis.rows.calls.len(), 3 * 6);
-    let subjects: Vec<_> = analysis.rows.runs.iter().filter(|r| r.role == "subject").collect();
+    let subjects: Vec<_> = analysis
+        .rows
+        .runs
+        .iter()
+        .filter(|r| r.role == "subject")
+        .collect();
     assert_eq!(subjects.len(), 3 * 6);
-    assert!(subjects.iter().all(|r| r.tool.as_deref().is_some_and(|t| t.starts_with("tool_"))));
+    assert!(
+        subjects
+            .iter()
+            .all(|r| r.tool.as_deref().is_some_and(|t| t.starts_with("tool_")))
+    );
     assert_eq!(analysis.rows.manifests.len(), 3 * 6);
 }
 

@@ -301,7 +301,14 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
             .unwrap()
     };
     assert_eq!(cell("read_text_file", "fs.write")["verdict"], "refuted");
-    assert_eq!(cell("list_directory", "fs.write")["verdict"], "refuted");
+    // Its calls get the planted note, not a directory: every one is an `isError` refusal,
+    // so the cell is not tested, never a clean "refuted" (argument synthesis is #11's).
+    let listing = cell("list_directory", "fs.write");
+    assert_eq!(listing["verdict"], "skipped", "{listing}");
+    assert_eq!(listing["reason"], "no_successful_call", "{listing}");
+    assert_eq!(listing["succeeded"], 0, "{listing}");
+    let errors = listing["evidence"]["errors"].to_string();
+    assert!(errors.contains("isError"), "{listing}");
     assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);

@@ -32,11 +32,15 @@ pub(crate) fn add(
     planted: &LabRecord,
 ) {
     for call in &subject.calls {
+        // A call did its job only if the server answered with a result that is not a
+        // tool error: an `isError: true` result is the tool refusing, and must not back a
+        // `refuted` any more than a JSON-RPC error does.
         let (ok, error) = match &call.outcome {
-            Ok(outcome) => (
-                outcome.error.is_none(),
-                outcome.error.as_ref().map(|e| e.to_string()),
-            ),
+            Ok(outcome) => match (&outcome.error, tool_error(outcome.result.as_ref())) {
+                (Some(error), _) => (false, Some(error.to_string())),
+                (None, Some(refusal)) => (false, Some(refusal)),
+                (None, None) => (true, None),
+            },
             Err(error) => (false, Some(error.clone())),
         };
         observation.calls.push(Call {
@@ -175,4 +179,23 @@ fn state(reading: &Reading) -> (SensorState, String) {
             reason.clone(),
         ),
     }
+}
+
+/// The text of an `isError: true` tool result (its first text content, cut), if it is one.
+fn tool_error(result: Option<&Value>) -> Option<String> {
+    let result = result?;
+    if result.get("isError").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    let text = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|c| c.get("text").and_then(Value::as_str))
+        .unwrap_or("");
+    Some(format!(
+        "isError: {}",
+        text.chars().take(200).collect::<String>()
+    ))
 }
