@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::map::{Map, MapCell, ServerMap, ToolMap, VERDICTS};
+use crate::map::{Map, MapCell, ServerMap, Summary, ToolMap, VERDICTS};
 use crate::read::compact;
 use crate::render::symbol;
 
@@ -41,7 +41,7 @@ pub fn html(map: &Map) -> String {
 
     // Summary.
     h.push_str("<h2>Summary</h2>\n<table id=\"summary\" class=\"sortable\">\n<thead><tr>");
-    for (key, label) in SUMMARY_COLUMNS {
+    for (key, label) in [("server", "server")].into_iter().chain(Summary::COLUMNS) {
         h.push_str(&format!(
             "<th data-key=\"{key}\" data-type=\"{}\" tabindex=\"0\">{label}</th>",
             if key == "server" { "text" } else { "number" }
@@ -102,31 +102,9 @@ pub fn html(map: &Map) -> String {
     h
 }
 
-const SUMMARY_COLUMNS: [(&str, &str); 9] = [
-    ("server", "server"),
-    ("tools", "tools"),
-    ("kept", "kept every promise"),
-    ("confirmed", "confirmed"),
-    ("refuted", "refuted"),
-    ("skipped", "skipped"),
-    ("errored", "errored"),
-    ("no_successful_call", "tools with no successful call"),
-    ("unstable", "unstable cells"),
-];
-
-fn summary_cells(h: &mut String, name: &str, s: &crate::map::Summary) {
-    let values = [
-        s.tools,
-        s.kept,
-        s.confirmed,
-        s.refuted,
-        s.skipped,
-        s.errored,
-        s.no_successful_call,
-        s.unstable,
-    ];
+fn summary_cells(h: &mut String, name: &str, s: &Summary) {
     h.push_str(&format!("<td data-count=\"server\">{name}</td>"));
-    for ((key, _), value) in SUMMARY_COLUMNS[1..].iter().zip(values) {
+    for ((key, _), value) in Summary::COLUMNS.iter().zip(s.values()) {
         h.push_str(&format!("<td data-count=\"{key}\">{value}</td>"));
     }
 }

@@ -297,6 +297,32 @@ fn cell(clause: &str, records: &[CellRecord]) -> MapCell {
 }
 
 impl Summary {
+    /// The counts as the map's summary tables show them: key and label, in column order.
+    pub const COLUMNS: [(&'static str, &'static str); 8] = [
+        ("tools", "tools"),
+        ("kept", "kept every promise"),
+        ("confirmed", "confirmed"),
+        ("refuted", "refuted"),
+        ("skipped", "skipped"),
+        ("errored", "errored"),
+        ("no_successful_call", "tools with no successful call"),
+        ("unstable", "unstable cells"),
+    ];
+
+    /// The counts in [`Summary::COLUMNS`] order.
+    pub fn values(&self) -> [u64; 8] {
+        [
+            self.tools,
+            self.kept,
+            self.confirmed,
+            self.refuted,
+            self.skipped,
+            self.errored,
+            self.no_successful_call,
+            self.unstable,
+        ]
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "tools": self.tools,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::Analysis;
-use crate::map::{Map, VERDICTS};
+use crate::map::{Map, Summary, VERDICTS};
 use crate::read::AnalysisError;
 use crate::tables::{self, TABLES};
 
@@ -200,21 +200,12 @@ pub fn markdown(map: &Map) -> String {
          differs between repetitions.\n\n",
     );
     md.push_str("## Summary\n\n");
-    md.push_str("| server | tools | kept every promise | confirmed | refuted | skipped | errored | tools with no successful call | unstable cells |\n");
-    md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    let row = |name: &str, s: &crate::map::Summary| {
-        format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            name,
-            s.tools,
-            s.kept,
-            s.confirmed,
-            s.refuted,
-            s.skipped,
-            s.errored,
-            s.no_successful_call,
-            s.unstable
-        )
+    let labels: Vec<&str> = Summary::COLUMNS.iter().map(|(_, label)| *label).collect();
+    md.push_str(&format!("| server | {} |\n", labels.join(" | ")));
+    md.push_str(&format!("|---|{}\n", "---:|".repeat(labels.len())));
+    let row = |name: &str, s: &Summary| {
+        let values: Vec<String> = s.values().iter().map(u64::to_string).collect();
+        format!("| {name} | {} |\n", values.join(" | "))
     };
     for s in &map.servers {
         md.push_str(&row(&md_escape(&s.id), &s.summary));

@@ -14,18 +14,17 @@ use vac_receipts::{
     WriterOptions,
 };
 
-pub const CLAUSES: [&str; 10] = [
-    "fs.write",
-    "fs.delete",
-    "fs.read",
-    "exec",
-    "net.egress",
-    "net.listen",
-    "result.secrets",
-    "result.instructions",
-    "manifest.stable",
-    "idempotent",
-];
+/// The clauses a synthetic probe grades, in report order (the analysis crate's list).
+pub const CLAUSES: [&str; 10] = {
+    let all = vac_analysis::severity::CLAUSES;
+    let mut names = [""; 10];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = all[i].0;
+        i += 1;
+    }
+    names
+};
 
 /// Shape of a synthetic campaign.
 #[derive(Clone, Copy, Debug)]
