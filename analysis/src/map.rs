@@ -1,7 +1,6 @@
 //! The conformance map: server × tool × clause → verdict, over every probe read (a
 //! server probed several times contributes each repetition to its cells).
 
-use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 
 use std::sync::Arc;
@@ -140,13 +139,18 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
         });
         cells.add(v);
     }
-    let mut clauses: Vec<&str> = rows.verdicts.iter().map(|v| v.clause.as_str()).collect();
-    clauses.sort_by(|a, b| severity::clause_rank(a).cmp(&severity::clause_rank(b)));
-    clauses.dedup();
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for v in &rows.verdicts {
+        if seen.insert(v.clause.as_str()) {
+            clauses.push(&v.clause);
+        }
+    }
+    clauses.sort_by_key(|c| severity::clause_rank(c));
 
     // Calls per (server, tool) in subject runs.
     let mut calls: HashMap<(&str, &str), (u64, u64)> = HashMap::new();
-    for c in rows.calls.iter().filter(|c| c.role == "subject") {
+    for c in rows.calls.iter().filter(|c| &*c.role == "subject") {
         let entry = calls
             .entry((server_of(&c.probe), c.tool.as_str()))
             .or_default();
@@ -169,16 +173,13 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 .tools
                 .iter()
                 .map(|tool| {
-                    let (n, ok) = calls
-                        .get(&(server, tool.as_str()))
-                        .copied()
-                        .unwrap_or((0, 0));
+                    let (n, ok) = calls.get(&(server, *tool)).copied().unwrap_or((0, 0));
                     let cells: Vec<MapCell> = clauses
                         .iter()
                         .map(|clause| {
                             let records = cells
                                 .cells
-                                .get(&(tool.clone(), clause.to_string()))
+                                .get(&(*tool, *clause))
                                 .map(Vec::as_slice)
                                 .unwrap_or(&[]);
                             cell(clause, records)
@@ -207,7 +208,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                         }
                     }
                     ToolMap {
-                        name: tool.clone(),
+                        name: tool.to_string(),
                         calls: n,
                         succeeded: ok,
                         cells,
@@ -218,7 +219,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 id: server.to_string(),
                 name: first.server_name,
                 version: first.server_version,
-                probes: cells.probes.clone(),
+                probes: cells.probes.iter().map(|p| p.to_string()).collect(),
                 tools,
                 summary,
             }
@@ -231,25 +232,31 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
     }
 }
 
+/// One server's verdict rows, by tool and clause, borrowed from the rows read.
 #[derive(Default)]
-struct ServerCells {
-    probes: Vec<String>,
-    tools: Vec<String>,
-    seen_tools: HashSet<String>,
-    cells: BTreeMap<(String, String), Vec<CellRecord>>,
+struct ServerCells<'a> {
+    probes: Vec<&'a str>,
+    tools: Vec<&'a str>,
+    cells: HashMap<(&'a str, &'a str), Vec<&'a VerdictRow>>,
 }
 
-impl ServerCells {
-    fn add(&mut self, v: &VerdictRow) {
-        if self.probes.last() != Some(&v.probe) && !self.probes.contains(&v.probe) {
-            self.probes.push(v.probe.clone());
+impl<'a> ServerCells<'a> {
+    fn add(&mut self, v: &'a VerdictRow) {
+        if self.probes.last() != Some(&&*v.probe) && !self.probes.contains(&&*v.probe) {
+            self.probes.push(&v.probe);
         }
-        if self.seen_tools.insert(v.tool.clone()) {
-            self.tools.push(v.tool.clone());
+        let records = self.cells.entry((&v.tool, &v.clause)).or_default();
+        if records.is_empty() && !self.tools.contains(&v.tool.as_str()) {
+            self.tools.push(&v.tool);
         }
-        let key = (v.tool.clone(), v.clause.clone());
-        self.cells.entry(key).or_default().push(CellRecord {
-            probe: v.probe.clone(),
+        records.push(v);
+    }
+}
+
+impl CellRecord {
+    fn of(v: &VerdictRow) -> CellRecord {
+        CellRecord {
+            probe: v.probe.to_string(),
             seq: v.seq,
             hash: v.record_hash.clone(),
             verdict: v.verdict.clone(),
@@ -258,11 +265,11 @@ impl ServerCells {
             calls: v.calls,
             succeeded: v.succeeded,
             evidence: v.evidence.clone(),
-        });
+        }
     }
 }
 
-fn cell(clause: &str, records: &[CellRecord]) -> MapCell {
+fn cell(clause: &str, records: &[&VerdictRow]) -> MapCell {
     let mut counts = [0u64; 4];
     for r in records {
         if let Some(i) = VERDICTS.iter().position(|v| *v == r.verdict) {
@@ -285,6 +292,7 @@ fn cell(clause: &str, records: &[CellRecord]) -> MapCell {
         .find(|r| r.verdict == verdict)
         .map(|r| r.reason.clone())
         .unwrap_or_default();
+    let records = records.iter().map(|r| CellRecord::of(r)).collect();
     MapCell {
         clause: clause.to_string(),
         verdict,
@@ -292,7 +300,7 @@ fn cell(clause: &str, records: &[CellRecord]) -> MapCell {
         stable: counts.iter().filter(|&&n| n > 0).count() <= 1,
         severity: severity::of(clause, verdict),
         reason,
-        records: records.to_vec(),
+        records,
     }
 }
 

@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
+use polars::prelude::{Column, DataFrame, IntoColumn, StringChunkedBuilder};
 use serde_json::Value;
+
+/// Text that many rows repeat (the probe, the run, the role, the sensor): shared, not copied.
+pub type Shared = Arc<str>;
 
 /// One probe directory: a server audited once.
 #[derive(Clone, Debug, Default)]
@@ -29,9 +33,9 @@ pub struct Probe {
 
 #[derive(Clone, Debug)]
 pub struct RunRow {
-    pub probe: String,
-    pub run_id: String,
-    pub role: String,
+    pub probe: Shared,
+    pub run_id: Shared,
+    pub role: Shared,
     pub repetition: u32,
     pub tool: Option<String>,
     pub status: String,
@@ -44,9 +48,9 @@ pub struct RunRow {
 
 #[derive(Clone, Debug)]
 pub struct CallRow {
-    pub probe: String,
-    pub run_id: String,
-    pub role: String,
+    pub probe: Shared,
+    pub run_id: Shared,
+    pub role: Shared,
     pub seq: u64,
     pub index: u64,
     pub tool: String,
@@ -60,27 +64,133 @@ pub struct CallRow {
     pub answered_ns: Option<u64>,
 }
 
-#[derive(Clone, Debug)]
-pub struct EffectRow {
-    pub probe: String,
-    pub run_id: String,
-    pub role: String,
+/// One effect, as the reader hands it to [`Effects::push`].
+#[derive(Clone, Copy, Debug)]
+pub struct EffectRow<'a> {
+    pub probe: &'a str,
+    pub run_id: &'a str,
+    pub role: &'a str,
     pub seq: u64,
     /// The event type: `fs_change`, `exec`, `dns`, `connect`, `datagram`, `listen`.
-    pub sensor: String,
+    pub sensor: &'a str,
     /// For `fs_change` the change (`created`, `modified`, …); otherwise the sensor.
-    pub class: String,
+    pub class: &'a str,
     /// Path, argv, name or address.
-    pub target: String,
+    pub target: &'a str,
     pub t_ns: Option<u64>,
     /// The whole event, compact JSON.
-    pub detail: String,
+    pub detail: &'a str,
+}
+
+/// The `effects` table, built column by column as the receipts are read: it is nearly all
+/// the rows, so it is never held as rows and then copied into columns. One chunk per probe.
+#[derive(Clone, Debug, Default)]
+pub struct Effects {
+    chunks: Vec<DataFrame>,
+    open: Option<EffectColumns>,
+}
+
+#[derive(Clone)]
+struct EffectColumns {
+    text: [StringChunkedBuilder; 7],
+    seq: Vec<u64>,
+    t_ns: Vec<Option<u64>>,
+}
+
+impl std::fmt::Debug for EffectColumns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EffectColumns({} rows)", self.seq.len())
+    }
+}
+
+impl Effects {
+    /// The columns in table order (`TABLES.md`).
+    pub const COLUMNS: [&'static str; 9] = [
+        "probe", "run_id", "role", "seq", "sensor", "class", "target", "t_ns", "detail",
+    ];
+
+    pub fn push(&mut self, row: EffectRow<'_>) {
+        let open = self.open.get_or_insert_with(|| EffectColumns {
+            text: [
+                "probe", "run_id", "role", "sensor", "class", "target", "detail",
+            ]
+            .map(|name| StringChunkedBuilder::new(name.into(), 1024)),
+            seq: Vec::new(),
+            t_ns: Vec::new(),
+        });
+        let text = [
+            row.probe, row.run_id, row.role, row.sensor, row.class, row.target, row.detail,
+        ];
+        for (column, value) in open.text.iter_mut().zip(text) {
+            column.append_value(value);
+        }
+        open.seq.push(row.seq);
+        open.t_ns.push(row.t_ns);
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(DataFrame::height).sum::<usize>()
+            + self.open.as_ref().map_or(0, |o| o.seq.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Closes the rows pushed so far into a chunk.
+    pub(crate) fn seal(&mut self) -> Result<(), String> {
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let [probe, run_id, role, sensor, class, target, detail] =
+            open.text.map(|b| b.finish().into_column());
+        let columns = vec![
+            probe,
+            run_id,
+            role,
+            Column::new("seq".into(), open.seq),
+            sensor,
+            class,
+            target,
+            Column::new("t_ns".into(), open.t_ns),
+            detail,
+        ];
+        let chunk = DataFrame::new_infer_height(columns).map_err(|e| e.to_string())?;
+        self.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// The whole table: the chunks stacked (without copying their data).
+    pub fn frame(&self) -> Result<DataFrame, String> {
+        let mut chunks = self.chunks.iter();
+        let Some(first) = chunks.next() else {
+            let columns = Effects::COLUMNS
+                .iter()
+                .map(|&name| match name {
+                    "seq" => Column::new(name.into(), Vec::<u64>::new()),
+                    "t_ns" => Column::new(name.into(), Vec::<Option<u64>>::new()),
+                    _ => Column::new(name.into(), Vec::<&str>::new()),
+                })
+                .collect();
+            return DataFrame::new_infer_height(columns).map_err(|e| e.to_string());
+        };
+        let mut all = first.clone();
+        for chunk in chunks {
+            all.vstack_mut(chunk).map_err(|e| e.to_string())?;
+        }
+        Ok(all)
+    }
+
+    fn append(&mut self, other: &mut Effects) {
+        self.chunks.append(&mut other.chunks);
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct VerdictRow {
-    pub probe: String,
-    pub run_id: String,
+    pub probe: Shared,
+    pub run_id: Shared,
     pub seq: u64,
     /// blake3 of the verdict record's line: what a reader checks the map against.
     pub record_hash: String,
@@ -99,8 +209,8 @@ pub struct VerdictRow {
 
 #[derive(Clone, Debug)]
 pub struct ManifestRow {
-    pub probe: String,
-    pub run_id: String,
+    pub probe: Shared,
+    pub run_id: Shared,
     pub seq: u64,
     pub phase: String,
     pub position: u64,
@@ -113,8 +223,8 @@ pub struct ManifestRow {
 
 #[derive(Clone, Debug)]
 pub struct SelfTestRow {
-    pub probe: String,
-    pub run_id: String,
+    pub probe: Shared,
+    pub run_id: Shared,
     pub seq: u64,
     pub sensor: String,
     pub status: String,
@@ -127,21 +237,38 @@ pub struct Rows {
     pub probes: Vec<Probe>,
     pub runs: Vec<RunRow>,
     pub calls: Vec<CallRow>,
-    pub effects: Vec<EffectRow>,
+    pub effects: Effects,
     pub verdicts: Vec<VerdictRow>,
     pub manifests: Vec<ManifestRow>,
     pub selftests: Vec<SelfTestRow>,
 }
 
 impl Rows {
-    pub(crate) fn append(&mut self, mut other: Rows) {
-        self.probes.append(&mut other.probes);
-        self.runs.append(&mut other.runs);
-        self.calls.append(&mut other.calls);
-        self.effects.append(&mut other.effects);
-        self.verdicts.append(&mut other.verdicts);
-        self.manifests.append(&mut other.manifests);
-        self.selftests.append(&mut other.selftests);
+    /// The rows of `parts`, in order, each moved once (every table sized before filling).
+    pub(crate) fn concat(parts: Vec<Rows>) -> Rows {
+        fn join<T>(parts: &mut [Rows], table: fn(&mut Rows) -> &mut Vec<T>) -> Vec<T> {
+            let mut all = Vec::with_capacity(parts.iter_mut().map(|p| table(p).len()).sum());
+            for part in parts {
+                all.append(table(part));
+            }
+            all
+        }
+        let mut parts = parts;
+        Rows {
+            probes: join(&mut parts, |r| &mut r.probes),
+            runs: join(&mut parts, |r| &mut r.runs),
+            calls: join(&mut parts, |r| &mut r.calls),
+            effects: {
+                let mut all = Effects::default();
+                for part in &mut parts {
+                    all.append(&mut part.effects);
+                }
+                all
+            },
+            verdicts: join(&mut parts, |r| &mut r.verdicts),
+            manifests: join(&mut parts, |r| &mut r.manifests),
+            selftests: join(&mut parts, |r| &mut r.selftests),
+        }
     }
 
     /// The probe a row names.

@@ -23,10 +23,17 @@ pub const TABLES: [&str; 7] = [
 
 /// One table of `rows` by name (one of [`TABLES`]).
 pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError> {
+    if name == "effects" {
+        // Built as columns while reading.
+        return rows.effects.frame().map_err(|detail| AnalysisError::Table {
+            table: name,
+            detail,
+        });
+    }
     let columns = match name {
         "probes" => {
             let p = &rows.probes;
-            vec![
+            columns![
                 text("probe", p.iter().map(|p| p.dir.as_str())),
                 text("server", p.iter().map(|p| p.server.as_str())),
                 text("target", p.iter().map(|p| p.target.as_str())),
@@ -49,10 +56,10 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         }
         "runs" => {
             let r = &rows.runs;
-            vec![
-                text("probe", r.iter().map(|r| r.probe.as_str())),
-                text("run_id", r.iter().map(|r| r.run_id.as_str())),
-                text("role", r.iter().map(|r| r.role.as_str())),
+            columns![
+                text("probe", r.iter().map(|r| r.probe.as_ref())),
+                text("run_id", r.iter().map(|r| r.run_id.as_ref())),
+                text("role", r.iter().map(|r| r.role.as_ref())),
                 int("repetition", r.iter().map(|r| u64::from(r.repetition))),
                 opt_text("tool", r.iter().map(|r| r.tool.as_deref())),
                 text("status", r.iter().map(|r| r.status.as_str())),
@@ -65,10 +72,10 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         }
         "calls" => {
             let c = &rows.calls;
-            vec![
-                text("probe", c.iter().map(|c| c.probe.as_str())),
-                text("run_id", c.iter().map(|c| c.run_id.as_str())),
-                text("role", c.iter().map(|c| c.role.as_str())),
+            columns![
+                text("probe", c.iter().map(|c| c.probe.as_ref())),
+                text("run_id", c.iter().map(|c| c.run_id.as_ref())),
+                text("role", c.iter().map(|c| c.role.as_ref())),
                 int("seq", c.iter().map(|c| c.seq)),
                 int("index", c.iter().map(|c| c.index)),
                 text("tool", c.iter().map(|c| c.tool.as_str())),
@@ -81,20 +88,6 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 opt_int("answered_ns", c.iter().map(|c| c.answered_ns)),
             ]
         }
-        "effects" => {
-            let e = &rows.effects;
-            vec![
-                text("probe", e.iter().map(|e| e.probe.as_str())),
-                text("run_id", e.iter().map(|e| e.run_id.as_str())),
-                text("role", e.iter().map(|e| e.role.as_str())),
-                int("seq", e.iter().map(|e| e.seq)),
-                text("sensor", e.iter().map(|e| e.sensor.as_str())),
-                text("class", e.iter().map(|e| e.class.as_str())),
-                text("target", e.iter().map(|e| e.target.as_str())),
-                opt_int("t_ns", e.iter().map(|e| e.t_ns)),
-                text("detail", e.iter().map(|e| e.detail.as_str())),
-            ]
-        }
         "verdicts" => {
             let v = &rows.verdicts;
             let servers: std::collections::HashMap<&str, &str> = rows
@@ -102,15 +95,14 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 .iter()
                 .map(|p| (p.dir.as_str(), p.server.as_str()))
                 .collect();
-            let evidence: Vec<String> = v.iter().map(|v| compact(&v.evidence)).collect();
-            vec![
-                text("probe", v.iter().map(|v| v.probe.as_str())),
+            columns![
+                text("probe", v.iter().map(|v| v.probe.as_ref())),
                 text(
                     "server",
                     v.iter()
-                        .map(|v| servers.get(v.probe.as_str()).copied().unwrap_or("")),
+                        .map(|v| servers.get(v.probe.as_ref()).copied().unwrap_or("")),
                 ),
-                text("run_id", v.iter().map(|v| v.run_id.as_str())),
+                text("run_id", v.iter().map(|v| v.run_id.as_ref())),
                 int("seq", v.iter().map(|v| v.seq)),
                 text("record_hash", v.iter().map(|v| v.record_hash.as_str())),
                 text("tool", v.iter().map(|v| v.tool.as_str())),
@@ -126,14 +118,17 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 opt_int("succeeded", v.iter().map(|v| v.succeeded)),
                 text("contract", v.iter().map(|v| v.contract.as_str())),
                 opt_text("basis", v.iter().map(|v| v.basis.as_deref())),
-                text("evidence", evidence.iter().map(String::as_str)),
+                {
+                    let evidence: Vec<String> = v.iter().map(|v| compact(&v.evidence)).collect();
+                    text("evidence", evidence.iter().map(String::as_str))
+                },
             ]
         }
         "manifests" => {
             let m = &rows.manifests;
-            vec![
-                text("probe", m.iter().map(|m| m.probe.as_str())),
-                text("run_id", m.iter().map(|m| m.run_id.as_str())),
+            columns![
+                text("probe", m.iter().map(|m| m.probe.as_ref())),
+                text("run_id", m.iter().map(|m| m.run_id.as_ref())),
                 int("seq", m.iter().map(|m| m.seq)),
                 text("phase", m.iter().map(|m| m.phase.as_str())),
                 int("position", m.iter().map(|m| m.position)),
@@ -146,11 +141,11 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         }
         "selftests" => {
             let s = &rows.selftests;
-            vec![
-                text("probe", s.iter().map(|s| s.probe.as_str())),
-                text("run_id", s.iter().map(|s| s.run_id.as_str())),
+            columns![
+                text("probe", s.iter().map(|s| s.probe.as_ref())),
+                text("run_id", s.iter().map(|s| s.run_id.as_ref())),
                 int("seq", s.iter().map(|s| s.seq)),
-                text("sensor", s.iter().map(|s| s.sensor.as_str())),
+                text("sensor", s.iter().map(|s| s.sensor.as_ref())),
                 text("status", s.iter().map(|s| s.status.as_str())),
                 text("detail", s.iter().map(|s| s.detail.as_str())),
             ]
@@ -161,6 +156,50 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         table: name,
         detail: e.to_string(),
     })
+}
+
+/// A column to build: the columns of a table are built side by side, on every core.
+type Build<'a> = Box<dyn FnOnce() -> Column + Send + 'a>;
+
+/// The columns, each expression built on its own (in parallel), in order.
+macro_rules! columns {
+    ($($column:expr),* $(,)?) => {
+        parallel(vec![$(Box::new(move || $column) as Build<'_>),*])
+    };
+}
+use columns;
+
+fn parallel(builds: Vec<Build<'_>>) -> Vec<Column> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(builds.len());
+    if workers <= 1 {
+        return builds.into_iter().map(|build| build()).collect();
+    }
+    let count = builds.len();
+    let queue = std::sync::Mutex::new(builds.into_iter().enumerate());
+    let mut built: Vec<(usize, Column)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, build)) = next else { break };
+                        mine.push((i, build()));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    built.sort_by_key(|(i, _)| *i);
+    debug_assert_eq!(built.len(), count);
+    built.into_iter().map(|(_, column)| column).collect()
 }
 
 fn text<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> Column {

@@ -113,7 +113,7 @@ fn the_map_has_one_cell_per_server_tool_clause_and_its_summary_adds_up() {
         .rows
         .runs
         .iter()
-        .filter(|r| r.role == "subject")
+        .filter(|r| &*r.role == "subject")
         .collect();
     assert_eq!(subjects.len(), 3 * 6);
     assert!(

@@ -195,7 +195,7 @@ fn launched_descriptions(dir: &std::path::Path, tool: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in log.entries().unwrap() {
         if let vac_receipts::Body::Event(event) = entry.unwrap().record.body {
-            let e = &event.event;
+            let e = &event.event.to_value();
             if e["type"] == "manifest" && e["phase"] == "initial" {
                 for t in e["tools"].as_array().unwrap() {
                     if t["name"] == tool {

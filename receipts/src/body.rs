@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::json::Json;
+
 use crate::digest::Digest;
 use crate::payload::Payload;
 
@@ -162,7 +164,8 @@ pub struct Plan {
 #[serde(deny_unknown_fields)]
 pub struct Event {
     pub run_id: String,
-    pub event: Value,
+    /// Kept as text: readers parse the fields they need from it, once.
+    pub event: Json,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub payloads: Vec<Payload>,
 }

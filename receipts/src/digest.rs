@@ -33,21 +33,30 @@ impl Digest {
 
     /// Parses 64 lowercase hex digits; `None` for anything else.
     pub fn from_hex(text: &str) -> Option<Digest> {
-        // Every record's `prev` passes here: a table-free nibble decode, no allocation.
-        fn nibble(b: u8) -> Option<u8> {
-            match b {
-                b'0'..=b'9' => Some(b - b'0'),
-                b'a'..=b'f' => Some(b - b'a' + 10),
-                _ => None,
+        // Every record's `prev` passes here: a table lookup per digit, no allocation.
+        const INVALID: u8 = 0xff;
+        const NIBBLES: [u8; 256] = {
+            let mut table = [INVALID; 256];
+            let mut i = 0;
+            while i < 16 {
+                table[b"0123456789abcdef"[i] as usize] = i as u8;
+                i += 1;
             }
-        }
+            table
+        };
         let text = text.as_bytes();
         if text.len() != 64 {
             return None;
         }
         let mut bytes = [0; 32];
+        let mut bad = 0;
         for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
-            *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+            let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
+            bad |= high | low;
+            *byte = (high << 4) | low;
+        }
+        if bad == INVALID || bad & 0xf0 != 0 {
+            return None;
         }
         Some(Digest(bytes))
     }

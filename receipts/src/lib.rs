@@ -26,6 +26,7 @@ mod blob;
 mod body;
 mod chain;
 mod digest;
+mod json;
 mod payload;
 mod reader;
 mod record;
@@ -40,6 +41,7 @@ pub use body::{
 };
 pub use chain::VerifyError;
 pub use digest::Digest;
+pub use json::{Json, is_canonical};
 pub use payload::{BlobRef, Payload, Stored};
 pub use reader::{Entries, Entry, LOG_FILE, MAX_LINE, ReadError, ReceiptLog};
 pub use record::{Body, FORMAT_VERSION, Kind, Record, RecordError};

@@ -79,14 +79,14 @@ pub fn verify(dir: impl AsRef<Path>, options: &VerifyOptions) -> Result<VerifyRe
 pub fn verify_each(
     dir: impl AsRef<Path>,
     options: &VerifyOptions,
-    mut visit: impl FnMut(&Entry),
+    mut visit: impl FnMut(Entry),
 ) -> Result<VerifyReport, VerifyError> {
     let log = ReceiptLog::open(dir)?;
     let mut chain = Chain::new(log.blobs(), options.trusted_key.as_ref());
     for entry in log.entries()? {
         let entry = entry?;
         chain.push(&entry)?;
-        visit(&entry);
+        visit(entry);
     }
     if options.require_seal && chain.seal.is_none() {
         return Err(VerifyError::NotSealed {

@@ -214,7 +214,7 @@ fn run_end(w: &mut ReceiptWriter, run: &str) {
 fn event(w: &mut ReceiptWriter, run: &str, event: Value) {
     w.append(Body::Event(Event {
         run_id: run.to_string(),
-        event,
+        event: event.into(),
         payloads: Vec::new(),
     }))
     .unwrap();

@@ -339,14 +339,13 @@ impl RunBuilder {
         }
     }
 
-    /// One `event` record: its JSON and its payloads' bytes.
-    pub(crate) fn event(&mut self, json: &Value, payloads: Vec<Vec<u8>>) -> Result<(), EventError> {
+    /// One `event` record: its JSON text and its payloads' bytes.
+    pub(crate) fn event(&mut self, json: &str, payloads: Vec<Vec<u8>>) -> Result<(), EventError> {
         let run = self.output.id.clone();
-        let event: Event =
-            serde_json::from_value(json.clone()).map_err(|source| EventError::Malformed {
-                run: run.clone(),
-                source,
-            })?;
+        let event: Event = serde_json::from_str(json).map_err(|source| EventError::Malformed {
+            run: run.clone(),
+            source,
+        })?;
         let count = payloads.len();
         let take = |event: &'static str, index: usize| {
             payloads

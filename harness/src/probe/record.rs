@@ -5,9 +5,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 use vac_contracts::{Grades, Verdict as Graded};
 use vac_receipts::{
-    Body, CampaignStart, Contract, Digest, Direction, Event, Frame, Host, Plan, ReceiptWriter,
-    Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict, VerdictKind,
-    WriteError, WriterOptions,
+    Body, CampaignStart, Contract, Digest, Direction, Event, Frame, Host, Json, Plan,
+    ReceiptWriter, Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus,
+    Verdict, VerdictKind, WriteError, WriterOptions,
 };
 
 use super::event;
@@ -106,7 +106,7 @@ impl Recorder {
                 .iter()
                 .map(|b| self.writer.payload(b))
                 .collect::<Result<Vec<_>, _>>()?;
-            let event = serde_json::to_value(&event).map_err(|source| WriteError::Refused {
+            let event = Json::of(&event).map_err(|source| WriteError::Refused {
                 seq: self.writer.next_seq(),
                 detail: format!("an event does not serialise: {source}"),
             })?;

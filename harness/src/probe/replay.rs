@@ -136,7 +136,7 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
                         seq,
                         source,
                     })?;
-                run.event(&event.event, payloads)
+                run.event(event.event.get(), payloads)
                     .map_err(|source| ReplayError::Event {
                         dir: dir.to_path_buf(),
                         seq,
@@ -431,7 +431,7 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
             .flatten()
             .map(|p| p.as_str().unwrap_or_default().as_bytes().to_vec())
             .collect();
-        run.event(&value["event"], payloads)
+        run.event(&value["event"].to_string(), payloads)
             .map_err(|e| at(e.to_string()))?;
     }
     let lab = lab.ok_or("no {\"lab\": …} line")?;
