@@ -59,6 +59,6 @@ pub use sandbox::{
     LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
 };
 pub use witness::{
-    FileDigest, FsChange, HASH_CAP, Marker, NodeKind, OverlayWitness, SelfTest, WitnessError,
-    WitnessReport,
+    FileDigest, FsChange, HASH_CAP, LayerState, Marker, NodeKind, OverlayWitness, SelfTest,
+    WitnessError, WitnessReport, layer_states,
 };

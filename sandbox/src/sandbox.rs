@@ -507,6 +507,20 @@ pub struct Running {
 }
 
 impl Running {
+    /// The state of each sandbox path in `paths` in the run's upper layer now, read safely
+    /// while the program runs ([`crate::layer_states`]).
+    pub fn layer_states(&self, paths: &[PathBuf]) -> Vec<crate::LayerState> {
+        match self.guard.run_dir.as_ref() {
+            Some(dir) => crate::witness::layer_states(&dir.upper(), paths),
+            None => paths
+                .iter()
+                .map(|_| crate::LayerState::Unreadable {
+                    error: "no run directory".into(),
+                })
+                .collect(),
+        }
+    }
+
     /// The run's sinkhole (its log so far and socket snapshots); `None` when the network
     /// sensor is off or could not start (the stopped run says why).
     pub fn network(&self) -> Option<&Sinkhole> {

@@ -357,3 +357,46 @@ pub(crate) fn register_async(
     // and its as_raw_fd always returns that same descriptor.
     unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)
 }
+
+/// Opens `relative` beneath the directory `root` without following any symbolic link on
+/// the way or at the end and without leaving `root` (`openat2`, `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV`). Only a regular file is
+/// opened for reading; anything else is opened as `O_PATH` (for `fstat`), so no device,
+/// FIFO or socket a program made is ever opened for I/O.
+pub(crate) fn open_beneath(
+    root: &std::fs::File,
+    relative: &std::path::Path,
+) -> Result<std::fs::File, Errno> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let resolve = ResolveFlag::RESOLVE_BENEATH
+        | ResolveFlag::RESOLVE_NO_SYMLINKS
+        | ResolveFlag::RESOLVE_NO_MAGICLINKS
+        | ResolveFlag::RESOLVE_NO_XDEV;
+    let how = |flags: OFlag| {
+        OpenHow::new()
+            .flags(flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW)
+            .resolve(resolve)
+    };
+    let path_only = openat2(root, relative, how(OFlag::O_PATH))?;
+    let path_only = std::fs::File::from(path_only);
+    let first = path_only
+        .metadata()
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+    if !first.is_file() {
+        return Ok(path_only);
+    }
+    let file = std::fs::File::from(openat2(
+        root,
+        relative,
+        how(OFlag::O_RDONLY | OFlag::O_NONBLOCK),
+    )?);
+    let again = file
+        .metadata()
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+    // Swapped between the two opens: say so rather than read whatever is there now.
+    use std::os::unix::fs::MetadataExt;
+    if !again.is_file() || again.ino() != first.ino() || again.dev() != first.dev() {
+        return Err(Errno::EAGAIN);
+    }
+    Ok(file)
+}

@@ -489,6 +489,110 @@ fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
     })
 }
 
+/// What one path holds in a run's upper layer at one moment, read while the program may
+/// still be changing it: what a repeated call found and what it left.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LayerState {
+    /// Nothing at the path in the upper layer: the run has not written it (the lower
+    /// layers show through) or its parent was never copied up.
+    NotWritten,
+    /// The run deleted it (an overlay whiteout).
+    Deleted,
+    File {
+        digest: FileDigest,
+        mode: u32,
+    },
+    Dir {
+        mode: u32,
+    },
+    /// A symbolic link (not followed), or a path through one.
+    Symlink,
+    /// A device, socket or FIFO (not opened).
+    Other,
+    /// The read failed (the errno's name), so nothing can be said of it.
+    Unreadable {
+        error: String,
+    },
+}
+
+/// The state of each sandbox path in `paths` in the upper layer `upper`. Every open is
+/// confined beneath `upper` and refuses symbolic links on the way (`openat2` with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), never blocks (`O_NONBLOCK`, regular files only
+/// are read) and reads at most [`HASH_CAP`] bytes: a live, hostile program cannot steer the
+/// read to a host file, hang it, or make it long.
+pub fn layer_states(upper: &Path, paths: &[PathBuf]) -> Vec<LayerState> {
+    let root = match File::open(upper) {
+        Ok(root) => root,
+        Err(e) => {
+            let error = errno_name(e.raw_os_error().unwrap_or(0));
+            return paths
+                .iter()
+                .map(|_| LayerState::Unreadable {
+                    error: error.clone(),
+                })
+                .collect();
+        }
+    };
+    paths.iter().map(|path| layer_state(&root, path)).collect()
+}
+
+fn errno_name(errno: i32) -> String {
+    format!("{:?}", nix::errno::Errno::from_raw(errno))
+}
+
+fn layer_state(root: &File, path: &Path) -> LayerState {
+    let relative = relative(path);
+    let file = match sys::open_beneath(root, &relative) {
+        Ok(file) => file,
+        Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => {
+            return LayerState::NotWritten;
+        }
+        Err(nix::errno::Errno::ELOOP) => return LayerState::Symlink,
+        Err(errno) => {
+            return LayerState::Unreadable {
+                error: errno_name(errno as i32),
+            };
+        }
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => {
+            return LayerState::Unreadable {
+                error: errno_name(e.raw_os_error().unwrap_or(0)),
+            };
+        }
+    };
+    let mode = meta.mode() & 0o7777;
+    let kind = meta.file_type();
+    if kind.is_char_device() && meta.rdev() == 0 {
+        return LayerState::Deleted;
+    }
+    if kind.is_dir() {
+        return LayerState::Dir { mode };
+    }
+    if kind.is_symlink() {
+        return LayerState::Symlink;
+    }
+    if !kind.is_file() {
+        return LayerState::Other;
+    }
+    let mut hasher = blake3::Hasher::new();
+    match hasher.update_reader(io::Read::take(&file, HASH_CAP)) {
+        Ok(_) => LayerState::File {
+            digest: FileDigest {
+                size: meta.len(),
+                blake3: hasher.finalize().to_hex().to_string(),
+                partial: meta.len() > HASH_CAP,
+            },
+            mode,
+        },
+        Err(e) => LayerState::Unreadable {
+            error: errno_name(e.raw_os_error().unwrap_or(0)),
+        },
+    }
+}
+
 fn relative(view: &Path) -> PathBuf {
     view.strip_prefix("/").unwrap_or(view).to_path_buf()
 }

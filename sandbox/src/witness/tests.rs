@@ -807,3 +807,52 @@ fn file_digest_of(layers: &Layers, content: &[u8]) -> FileDigest {
         })
         .unwrap()
 }
+
+/// A live read of the upper layer says what each path holds and never leaves the layer:
+/// not through a symbolic link at the end or on the way, not by `..`, and it opens no FIFO.
+#[test]
+fn layer_states_read_beneath_the_upper_layer_only() {
+    let layers = Layers::new();
+    let up = &layers.upper;
+    fs::create_dir_all(up.join("lab/work")).unwrap();
+    fs::write(up.join("lab/work/note.md"), b"same bytes").unwrap();
+    fs::write(layers.tmp.path().join("outside"), b"host secret").unwrap();
+    symlink(layers.tmp.path().join("outside"), up.join("lab/work/link")).unwrap();
+    symlink(layers.tmp.path(), up.join("lab/work/dirlink")).unwrap();
+    nix::unistd::mkfifo(
+        &up.join("lab/work/fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let paths: Vec<PathBuf> = [
+        "/lab/work/note.md",
+        "/lab/work/link",
+        "/lab/work/dirlink/outside",
+        "/lab/../../outside",
+        "/lab/work/fifo",
+        "/lab/work",
+        "/lab/work/absent",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    let states = layer_states(up, &paths);
+    let hash = blake3::hash(b"same bytes").to_hex().to_string();
+    assert!(
+        matches!(&states[0], LayerState::File { digest, .. } if digest.blake3 == hash && digest.size == 10),
+        "{states:?}"
+    );
+    assert_eq!(states[1], LayerState::Symlink);
+    assert_eq!(states[2], LayerState::Symlink);
+    assert!(
+        matches!(&states[3], LayerState::Unreadable { error } if error == "EXDEV"),
+        "{states:?}"
+    );
+    assert_eq!(states[4], LayerState::Other);
+    assert!(matches!(states[5], LayerState::Dir { .. }));
+    assert_eq!(states[6], LayerState::NotWritten);
+    // The same bytes read the same: what a repeated call is compared by.
+    assert_eq!(layer_states(up, &paths[..1]), states[..1].to_vec());
+    fs::write(up.join("lab/work/note.md"), b"other bytes").unwrap();
+    assert_ne!(layer_states(up, &paths[..1]), states[..1].to_vec());
+}
