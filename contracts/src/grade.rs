@@ -399,12 +399,27 @@ impl Context<'_> {
             return false;
         }
         if spec.subject == Subject::Repeats {
-            let repeat = effect
+            // Only what the repeat added to the state it found counts: a rewrite of
+            // identical bytes, or traffic to a destination (a program, a listener) the first
+            // call already reached, is no additional effect.
+            let Some((call, of)) = effect
                 .attribution
                 .call_index()
                 .and_then(|i| self.calls.get(&i))
-                .is_some_and(|call| call.repeat_of.is_some());
-            if !repeat {
+                .and_then(|call| Some((call, call.repeat_of?)))
+            else {
+                return false;
+            };
+            let again = if effect.class.is_fs() {
+                call.left_unchanged.contains(&effect.path)
+            } else {
+                self.obs.effects.iter().any(|first| {
+                    first.attribution.call_index() == Some(of)
+                        && first.class == effect.class
+                        && first.path == effect.path
+                })
+            };
+            if again {
                 return false;
             }
         }

@@ -52,6 +52,11 @@ pub struct Call {
     /// same sandbox, that this call repeats: the `idempotent` clause grades these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_of: Option<usize>,
+    /// For a repeat: the sandbox paths whose state (kind, mode, content hash) the harness
+    /// read to be the same just before the repeat and once it had settled. A repeat's
+    /// write to one of them left the state it found: `idempotent` does not count it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_unchanged: Vec<String>,
 }
 
 /// One observed effect.
