@@ -274,3 +274,61 @@ fn the_derived_contract_grades_like_the_annotations_it_came_from() {
     // Same bytes pre-registered either way.
     assert_eq!(with.json["contract"], without.json["contract"]);
 }
+
+/// Two tools that promise `idempotentHint: true` and write a file: `save` rewrites the same
+/// bytes on every call, `stamp` appends a line. The repeat of `save` leaves the state it
+/// found (the harness reads the file's hash before and after it) and is refuted; the
+/// repeat of `stamp` changes it and is confirmed, the file cited.
+const REWRITES: &str = r#"
+def tools(m):
+    tool = lambda name, text: {"name": name, "description": text, "inputSchema": {"type": "object"},
+        "annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                        "openWorldHint": False}}
+    return {"tools": [tool("save", "Saves the settings."), tool("stamp", "Stamps the log.")]}
+"#;
+const WRITE: &str = r#"
+if m["params"]["name"] == "save":
+    open("saved.txt", "w").write("same bytes\n")
+if m["params"]["name"] == "stamp":
+    with open("stamps.txt", "a") as f: f.write("stamp\n")
+"#;
+
+#[test]
+fn a_repeat_that_rewrites_the_same_bytes_is_idempotent_and_one_that_appends_is_not() {
+    if !privileged(
+        "a_repeat_that_rewrites_the_same_bytes_is_idempotent_and_one_that_appends_is_not",
+    ) {
+        return;
+    }
+    let script = python_server("rewrites", REWRITES, WRITE);
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let save = cell(&probe.json, "save", "idempotent");
+    assert_eq!(save["verdict"], "refuted", "{save}");
+    let stamp = cell(&probe.json, "stamp", "idempotent");
+    assert_eq!(stamp["verdict"], "confirmed", "{stamp}");
+    let effects = stamp["evidence"]["effects"].as_array().unwrap();
+    assert!(
+        effects
+            .iter()
+            .all(|e| e["path"].as_str().unwrap().ends_with("/stamps.txt")),
+        "{stamp}"
+    );
+    // The cited call is the repeat, and stamps.txt is not among the paths it left unchanged.
+    let calls = stamp["evidence"]["calls"].as_array().unwrap();
+    assert!(!calls.is_empty(), "{stamp}");
+    for call in calls {
+        assert!(call["repeat_of"].is_number(), "{stamp}");
+        let unchanged = call["left_unchanged"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            !unchanged
+                .iter()
+                .any(|p| p.as_str().unwrap().ends_with("/stamps.txt")),
+            "{stamp}"
+        );
+    }
+    assert_report_matches(&probe);
+}

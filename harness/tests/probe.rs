@@ -310,6 +310,19 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     let errors = listing["evidence"]["errors"].to_string();
     assert!(errors.contains("isError"), "{listing}");
     assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
+    // write_file promises idempotentHint: its repeat rewrites the same bytes, which leaves
+    // the state it found: refuted, not confirmed (it was, before repeats were judged by
+    // the state they found).
+    let repeat = cell("write_file", "idempotent");
+    assert_eq!(repeat["verdict"], "refuted", "{repeat}");
+    let false_alarms: Vec<_> = probe.json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "confirmed")
+        .filter(|c| c["clause"] == "idempotent" || c["clause"] == "manifest.stable")
+        .collect();
+    assert!(false_alarms.is_empty(), "{false_alarms:?}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
 }

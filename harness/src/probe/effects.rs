@@ -467,6 +467,7 @@ mod tests {
         CallRecord {
             index,
             repeat_of: None,
+            repeat_state: Vec::new(),
             purpose: super::super::plan::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),

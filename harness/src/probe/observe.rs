@@ -50,6 +50,7 @@ pub(crate) fn add(
             ok,
             error,
             repeat_of: call.repeat_of,
+            left_unchanged: call.left_unchanged(),
         });
     }
     let windows = effects::Windows {

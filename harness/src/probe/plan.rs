@@ -132,8 +132,9 @@ const PATH_NAMES: [&str; 10] = [
 const MAX_ENUM_VALUES: usize = 4;
 const MAX_REF_DEPTH: usize = 8;
 
-/// The calls for one tool, at most `max_calls`. With `repeat`, the last call repeats the
-/// first with identical arguments (the `idempotent` clause's probe).
+/// The calls for one tool, at most `max_calls`. With `repeat`, the second call repeats the
+/// first with identical arguments, straight after it (the `idempotent` clause's probe: no
+/// other call may change the state between the two).
 pub fn plan_tool(
     tool: &str,
     schema: &Value,
@@ -162,10 +163,11 @@ pub fn plan_tool(
     }
     if repeat {
         calls.truncate(max_calls.max(2) - 1);
-        calls.push(PlannedCall {
+        let repeat = PlannedCall {
             repeat_of: Some(0),
             ..calls[0].clone()
-        });
+        };
+        calls.insert(1, repeat);
     } else {
         calls.truncate(max_calls.max(1));
     }

@@ -2,16 +2,16 @@
 //! shutdown, teardown, then the write witness (SPEC §3.4). A remote HTTP target has no
 //! sandbox: its run is the conversation alone, and the other sensors are absent.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use vac_contracts::ErrorKind;
 use vac_sandbox::{
-    FsEvent, FsEventKind, LabEvents, NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog, Running,
-    Sandbox, SandboxError, SelfTest,
+    FsEvent, FsEventKind, LabEvents, LayerState, NetSelfTest, NetworkLog, ProcSelfTest, ProcessLog,
+    Running, Sandbox, SandboxError, SelfTest,
 };
 
 use super::effects::{self, ObservedChange};
@@ -83,6 +83,61 @@ pub(crate) struct CallRecord {
     pub(crate) tool: String,
     pub(crate) arguments: Map<String, Value>,
     pub(crate) outcome: Result<CallOutcome, String>,
+    /// A repeat's view of the lab paths written so far: their state in the upper layer
+    /// just before it and once it had settled (what `idempotent` is graded on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) repeat_state: Vec<PathStates>,
+}
+
+/// One path's state before and after a repeated call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PathStates {
+    #[serde(with = "vac_sandbox::serde_path")]
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) before: LayerState,
+    pub(crate) after: LayerState,
+}
+
+impl CallRecord {
+    /// The paths a repeat left as it found them.
+    pub(crate) fn left_unchanged(&self) -> Vec<String> {
+        self.repeat_state
+            .iter()
+            .filter(|p| p.before == p.after)
+            .map(|p| p.path.display().to_string())
+            .collect()
+    }
+}
+
+/// Lab paths written so far in a run, as the event collector sees them (capped): what a
+/// repeat's before and after states are read for.
+#[derive(Debug, Default)]
+struct Written {
+    paths: std::collections::BTreeSet<std::path::PathBuf>,
+}
+
+const MAX_WRITTEN: usize = 4096;
+
+impl Written {
+    fn add(&mut self, event: &FsEvent) {
+        let write = !matches!(event.kind, FsEventKind::Open | FsEventKind::CloseNoWrite);
+        if write && self.paths.len() < MAX_WRITTEN {
+            self.paths.insert(event.path.clone());
+        }
+    }
+}
+
+/// The state of every path written so far, read from the live run.
+fn layer_now(running: &Running, written: &Mutex<Written>) -> Vec<(std::path::PathBuf, LayerState)> {
+    let paths: Vec<std::path::PathBuf> = written
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .paths
+        .iter()
+        .cloned()
+        .collect();
+    let states = running.layer_states(&paths);
+    paths.into_iter().zip(states).collect()
 }
 
 /// Why a run did not complete normally.
@@ -226,9 +281,14 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
     let started = running.started();
     let log = FrameLog::new(started);
     let last_event = Arc::new(AtomicU64::new(0));
-    let collector = running
-        .take_events()
-        .map(|events| tokio::spawn(collect(events, Arc::clone(&last_event))));
+    let written = Arc::new(Mutex::new(Written::default()));
+    let collector = running.take_events().map(|events| {
+        tokio::spawn(collect(
+            events,
+            Arc::clone(&last_event),
+            Arc::clone(&written),
+        ))
+    });
     let (stdout, stdin, stderr) = (
         running.take_stdout(),
         running.take_stdin(),
@@ -258,7 +318,11 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
         _ => None,
     };
     if let Some(wire) = wire {
-        converse(Some(&running), wire, &log, plan, &last_event, &mut output).await;
+        let watch = Watch {
+            last_event: &last_event,
+            written: &written,
+        };
+        converse(Some(&running), wire, &log, plan, watch, &mut output).await;
     }
     let stopped = running.stop()?;
     output.termination = stopped.termination().map(|t| format!("{t:?}"));
@@ -416,11 +480,24 @@ async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>) -> RunOutput {
     };
     let wire = Wire::Http(endpoint.clone(), ServerOutput::default());
     let last_event = AtomicU64::new(0);
-    converse(None, wire, &log, plan, &last_event, &mut output).await;
+    let written = Mutex::new(Written::default());
+    let watch = Watch {
+        last_event: &last_event,
+        written: &written,
+    };
+    converse(None, wire, &log, plan, watch, &mut output).await;
     output.frames = log.drain();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
     output
+}
+
+/// What the collector of lab events shares with the conversation: when the lab last moved,
+/// and what it has written.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    last_event: &'a AtomicU64,
+    written: &'a Mutex<Written>,
 }
 
 async fn converse(
@@ -428,9 +505,10 @@ async fn converse(
     wire: Wire,
     log: &FrameLog,
     plan: RunPlan<'_>,
-    last_event: &AtomicU64,
+    watch: Watch<'_>,
     output: &mut RunOutput,
 ) {
+    let last_event = watch.last_event;
     let RunPlan {
         calls,
         first_index,
@@ -468,6 +546,16 @@ async fn converse(
     let baseline = running.map_or(0, Running::process_count);
     listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
+        // A repeat is judged by the state it found and the state it left: the lab settles
+        // before it (so the first call's delayed writes are in) and after it.
+        let repeat = call.repeat_of.is_some().then_some(running).flatten();
+        let before = match repeat {
+            Some(running) => {
+                settle(Some(running), baseline, last_event, quiet).await;
+                layer_now(running, watch.written)
+            }
+            None => Vec::new(),
+        };
         let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
         let failed = outcome
             .as_ref()
@@ -487,7 +575,33 @@ async fn converse(
             tool: call.tool.clone(),
             arguments: call.arguments.clone(),
             outcome: outcome.map_err(|e| e.to_string()),
+            repeat_state: Vec::new(),
         });
+        if let Some(running) = repeat {
+            settle(Some(running), baseline, last_event, quiet).await;
+            let after = layer_now(running, watch.written);
+            let state_before = |path: &std::path::Path| {
+                before
+                    .iter()
+                    .find(|(p, _)| p == path)
+                    .map(|(_, s)| s.clone())
+            };
+            let states = after
+                .into_iter()
+                .filter_map(|(path, after)| {
+                    // A path first written during the repeat had no state read before it.
+                    let before = state_before(&path)?;
+                    Some(PathStates {
+                        path,
+                        before,
+                        after,
+                    })
+                })
+                .collect();
+            if let Some(record) = output.calls.last_mut() {
+                record.repeat_state = states;
+            }
+        }
         if timed_out {
             output.failure = Some(RunFailure {
                 kind: ErrorKind::Timeout,
@@ -557,11 +671,16 @@ async fn settle(running: Option<&Running>, baseline: usize, last_event: &AtomicU
 async fn collect(
     mut events: LabEvents,
     last_event: Arc<AtomicU64>,
+    written: Arc<Mutex<Written>>,
 ) -> (Vec<FsEvent>, Option<String>) {
     let mut seen = Vec::new();
     let mut overflow = 0u64;
     while let Some(event) = events.recv().await {
         last_event.store(event.since_start.as_millis() as u64, Ordering::Relaxed);
+        written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(&event);
         if seen.len() < MAX_EVENTS {
             seen.push(event);
         } else {

@@ -280,6 +280,7 @@ mod tests {
         CallRecord {
             index,
             repeat_of: None,
+            repeat_state: Vec::new(),
             purpose,
             tool: "open_note".into(),
             arguments: json!({"path": path}).as_object().unwrap().clone(),
