@@ -12,6 +12,7 @@ use tracing_subscriber::filter::LevelFilter;
 use vac_analysis::AnalysisError;
 use vac_harness::client::HttpEndpoint;
 use vac_harness::exit::Exit;
+use vac_harness::probe::inputs::{ArgHint, EnvVar, Inputs, Plant};
 use vac_harness::probe::{
     ContractSource, ProbeError, ProbeOptions, ProbeReport, ReplayError, Target,
 };
@@ -80,6 +81,19 @@ struct ProbeArgs {
     /// sandbox; vac connects inside the sandbox's network namespace.
     #[arg(long, value_name = "PORT[/PATH]", value_parser = parse_http)]
     http: Option<(u16, String)>,
+    /// Set NAME=VALUE in the server's environment (repeatable). `{work}`, `{home}` and
+    /// `{tmp}` become the lab's paths as the server sees them, here, in --arg values and in
+    /// the command.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<EnvVar>,
+    /// Copy the host file or directory SRC into the lab's work directory at LABPATH before
+    /// every run, control and subject alike (repeatable; symbolic links are refused).
+    #[arg(long = "plant", value_name = "SRC:LABPATH")]
+    plant: Vec<Plant>,
+    /// Give FIELD of TOOL this value in every planned call (JSON, or else a string;
+    /// repeatable): `--arg git_status.repo_path={work}/repo`.
+    #[arg(long = "arg", value_name = "TOOL.FIELD=VALUE")]
+    arg: Vec<ArgHint>,
     /// The server command and its arguments.
     #[arg(last = true, required_unless_present = "url")]
     command: Vec<OsString>,
@@ -235,6 +249,11 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
     options.max_tools = args.max_tools;
+    options.inputs = Inputs {
+        env: args.env,
+        plants: args.plant,
+        args: args.arg,
+    };
     if let Some(path) = args.contract {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read contract {}", path.display()))?;
@@ -248,7 +267,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             print_report(&report, args.json, args.all);
             Ok(Exit::of(&report).into())
         }
-        Err(error @ ProbeError::Document(_)) => {
+        Err(error @ (ProbeError::Document(_) | ProbeError::Input(_))) => {
             eprintln!("vac: {error}");
             Ok(Exit::Usage.into())
         }

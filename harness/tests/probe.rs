@@ -326,3 +326,53 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
 }
+
+/// The same server given what its README gives it: its allowed directory as `{work}` on the
+/// command line, a planted tree, and argument hints pointing the listing tools at it. The
+/// listings that got the planted note before now succeed, and their answers hold the tree.
+#[test]
+fn a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job() {
+    if !privileged("a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job") {
+        return;
+    }
+    if !Path::new(FILESYSTEM_SERVER).exists() {
+        assert!(
+            std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+            "run .ci/install-thirdparty.sh first"
+        );
+        eprintln!(
+            "SKIPPED a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job: run .ci/install-thirdparty.sh"
+        );
+        return;
+    }
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tree.path().join("sub")).unwrap();
+    std::fs::write(tree.path().join("planted-a.txt"), "hello\n").unwrap();
+    std::fs::write(tree.path().join("sub/planted-b.txt"), "b\n").unwrap();
+    let plant = format!("{}:tree", tree.path().display());
+    let probe = probe(
+        &[
+            "--plant",
+            &plant,
+            "--arg",
+            "list_directory.path={work}/tree",
+            "--arg",
+            "directory_tree.path={work}/tree",
+        ],
+        &["/usr/bin/node", FILESYSTEM_SERVER, "{work}"],
+    );
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    for tool in ["list_directory", "directory_tree"] {
+        let cell = cell(&probe.json, tool, "fs.write");
+        assert_eq!(cell["verdict"], "refuted", "{tool}: {cell}");
+        assert!(cell["succeeded"].as_u64().unwrap() >= 1, "{tool}: {cell}");
+    }
+    // The answers list the planted files; the inputs are in the pre-registered config.
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    assert!(log.contains("planted-a.txt") && log.contains("planted-b.txt"));
+    let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    let inputs = &first["body"]["config"]["inputs"];
+    assert_eq!(inputs["args"][0]["field"], "path", "{inputs}");
+    assert_eq!(inputs["plants"][0]["lab_path"], "tree", "{inputs}");
+    assert_report_matches(&probe);
+}

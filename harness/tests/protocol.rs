@@ -281,3 +281,30 @@ fn text_on_stdout_is_noise_recorded_and_skipped_not_a_fatal_error() {
     assert_eq!(honest.json["findings"][0]["verdict"], "refuted");
     assert_eq!(honest.json["findings"][0]["lines"], 0);
 }
+
+/// `--env` reaches the server with the lab placeholders expanded to its own view of them.
+#[test]
+fn env_inputs_reach_the_server_with_placeholders_expanded() {
+    if !privileged("env_inputs_reach_the_server_with_placeholders_expanded") {
+        return;
+    }
+    let prelude = r#"
+import os
+REPLY = "where=" + os.environ.get("VAC_WHERE", "unset")
+def tools(m):
+    return {"tools": [{"name": "where", "description": "Says where.", "annotations": {"readOnlyHint": True},
+                       "inputSchema": {"type": "object"}}]}
+"#;
+    let script = python_server("where", prelude, "");
+    let probe = probe(
+        &["--env", "VAC_WHERE={tmp}/here"],
+        &["/usr/bin/python3", "-c", &script],
+    );
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    assert!(
+        log.contains("where=/lab/tmp/here"),
+        "the answer names the expanded path"
+    );
+    assert!(!log.contains("where=unset"));
+}

@@ -9,6 +9,7 @@
 
 mod effects;
 mod event;
+pub mod inputs;
 mod observe;
 mod plan;
 mod plants;
@@ -61,6 +62,8 @@ pub struct ProbeOptions {
     pub run_root: Option<PathBuf>,
     /// A written contract; without one, the contract is derived from the annotations.
     pub contract: Option<ContractSource>,
+    /// Environment, planted files and argument hints for this target.
+    pub inputs: inputs::Inputs,
 }
 
 /// A contract document's name (its path) and text, read by the caller.
@@ -92,6 +95,7 @@ impl ProbeOptions {
             },
             run_root: None,
             contract: None,
+            inputs: inputs::Inputs::default(),
         }
     }
 }
@@ -117,6 +121,8 @@ pub enum ProbeError {
     Replay(#[from] ReplayError),
     #[error("the system's random number generator failed: {0}")]
     Nonce(String),
+    #[error(transparent)]
+    Input(#[from] inputs::InputError),
 }
 
 /// What a probe found: graded from its receipts alone ([`replay`]).
@@ -173,12 +179,14 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         )?)?),
         None => None,
     };
+    // So are bad plants: they are read before anything is recorded.
+    let planted_files = inputs::read_plants(&options.inputs.plants)?;
     let target = options.target.describe();
     let nonce = nonce()?;
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "max_tools": options.max_tools,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
-        "client": options.client, "limits": options.limits});
+        "client": options.client, "limits": options.limits, "inputs": options.inputs});
     let dir = options.out_dir.as_path();
     let receipts = |source| ProbeError::Receipts {
         dir: dir.to_path_buf(),
@@ -186,7 +194,12 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
     let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
 
-    let planted = plants::plant(&nonce);
+    let mut planted = plants::plant(&nonce);
+    for file in planted_files {
+        planted.lab = planted
+            .lab
+            .plant_with_mode(file.path, file.bytes, file.mode);
+    }
     let server = server(&options, &planted)?;
     let run_config = |calls: &[PlannedCall], first_index: usize| {
         json!({"lab": planted.record, "planted": [plants::NOTE], "trap": plants::TRAP,
@@ -332,6 +345,15 @@ fn plan_probe(
             options.max_calls_per_tool,
             repeat,
         );
+        let view = planted.lab.view();
+        let hints: Vec<(String, Value)> = options
+            .inputs
+            .args
+            .iter()
+            .filter(|h| h.tool == decl.name)
+            .map(|h| (h.field.clone(), inputs::expand_value(&h.value, &view)))
+            .collect();
+        plan::apply_hints(&mut calls, &hints);
         // The protocol witness (SPEC §3.5), outside the budget: all three calls or none.
         if restricted(Some(Clause::FsWrite)) {
             let paths = plants.witness_paths(ordinal);
@@ -386,10 +408,23 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
         Target::RemoteHttp(endpoint) => return Ok(Server::Remote(endpoint.clone())),
         Target::Stdio(command) | Target::LaunchedHttp { command, .. } => command.clone(),
     };
+    // The lab placeholders become the paths the server sees, in its command and
+    // environment alike.
+    let view = planted.lab.view();
+    let command: Vec<std::ffi::OsString> = command
+        .into_iter()
+        .map(|arg| match arg.to_str() {
+            Some(text) => inputs::expand(text, &view).into(),
+            None => arg,
+        })
+        .collect();
     let mut builder = Sandbox::builder(command)
         .lab(planted.lab.clone())
         .env(&planted.env.0, &planted.env.1)
         .limits(options.limits.clone());
+    for var in &options.inputs.env {
+        builder = builder.env(&var.name, inputs::expand(&var.value, &view));
+    }
     if let Some(root) = &options.run_root {
         builder = builder.run_root(root);
     }

@@ -174,6 +174,31 @@ pub fn plan_tool(
     calls
 }
 
+/// Gives each hinted field its value in every call (`--arg TOOL.FIELD=VALUE`), then drops
+/// the calls that became copies of an earlier one (they varied a hinted field); a repeat
+/// keeps repeating its original, which stays first.
+pub(crate) fn apply_hints(calls: &mut Vec<PlannedCall>, hints: &[(String, Value)]) {
+    if hints.is_empty() {
+        return;
+    }
+    for call in calls.iter_mut() {
+        for (field, value) in hints {
+            call.arguments.insert(field.clone(), value.clone());
+        }
+    }
+    let mut kept: Vec<PlannedCall> = Vec::with_capacity(calls.len());
+    for call in calls.drain(..) {
+        let copy = call.repeat_of.is_none()
+            && kept
+                .iter()
+                .any(|k| k.repeat_of.is_none() && k.arguments == call.arguments);
+        if !copy {
+            kept.push(call);
+        }
+    }
+    *calls = kept;
+}
+
 /// The protocol witness's calls for one tool (SPEC §3.5), empty when no field takes a path:
 /// the negative control reads `paths.0` once, the flip reads `paths.1` twice with identical
 /// arguments. Other fields keep the plan's base values. These calls are outside the
