@@ -301,14 +301,35 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
             .unwrap()
     };
     assert_eq!(cell("read_text_file", "fs.write")["verdict"], "refuted");
-    // Its calls get the planted note, not a directory: every one is an `isError` refusal,
-    // so the cell is not tested, never a clean "refuted" (argument synthesis is #11's).
+    // A listing tool's `path` gets the notes directory, so its calls do the job.
     let listing = cell("list_directory", "fs.write");
-    assert_eq!(listing["verdict"], "skipped", "{listing}");
-    assert_eq!(listing["reason"], "no_successful_call", "{listing}");
-    assert_eq!(listing["succeeded"], 0, "{listing}");
-    let errors = listing["evidence"]["errors"].to_string();
-    assert!(errors.contains("isError"), "{listing}");
+    assert_eq!(listing["verdict"], "refuted", "{listing}");
+    assert!(listing["succeeded"].as_u64().unwrap() >= 1, "{listing}");
+    // edit_file's edits name text the note does not hold: every call is an `isError`
+    // refusal, so its cells are not tested, never a clean "refuted".
+    let edit = cell("edit_file", "fs.read");
+    assert_eq!(edit["verdict"], "skipped", "{edit}");
+    assert_eq!(edit["reason"], "no_successful_call", "{edit}");
+    assert_eq!(edit["succeeded"], 0, "{edit}");
+    assert!(
+        edit["evidence"]["errors"].to_string().contains("isError"),
+        "{edit}"
+    );
+    // At least 12 of its 14 tools get a successful call from the planner alone.
+    let verdicts = probe.json["verdicts"].as_array().unwrap();
+    let tools: std::collections::BTreeSet<&str> = verdicts
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    let worked: std::collections::BTreeSet<&str> = verdicts
+        .iter()
+        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    assert!(
+        worked.len() * 100 >= tools.len() * 85,
+        "{worked:?} of {tools:?}"
+    );
     assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
     // write_file promises idempotentHint: its repeat rewrites the same bytes, which leaves
     // the state it found: refuted, not confirmed (it was, before repeats were judged by
@@ -328,8 +349,8 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
 }
 
 /// The same server given what its README gives it: its allowed directory as `{work}` on the
-/// command line, a planted tree, and argument hints pointing the listing tools at it. The
-/// listings that got the planted note before now succeed, and their answers hold the tree.
+/// command line, a planted tree, and argument hints pointing the listing tools at it: the
+/// listings succeed on that tree, and their answers hold its files.
 #[test]
 fn a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job() {
     if !privileged("a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job") {

@@ -6,6 +6,8 @@
 //! candidate, so every candidate is tried and the call count stays small. [`plan_witness`] adds
 //! the protocol witness's three reads of nonce paths (SPEC §3.5), outside the budget.
 
+use std::path::Path;
+
 use serde_json::{Map, Value};
 
 /// What a probe will do, computed before its first tool call and recorded right after the
@@ -142,7 +144,7 @@ pub fn plan_tool(
     max_calls: usize,
     repeat: bool,
 ) -> Vec<PlannedCall> {
-    let fields = fields(schema, plants);
+    let fields = fields(tool, schema, plants);
     let base: Map<String, Value> = fields
         .iter()
         .map(|(n, c, _)| (n.clone(), c[0].clone()))
@@ -209,7 +211,7 @@ pub fn plan_witness(
     plants: &Plants,
     paths: (String, String),
 ) -> Vec<PlannedCall> {
-    let fields = fields(schema, plants);
+    let fields = fields(tool, schema, plants);
     let Some((field, values, _)) = fields.iter().find(|(_, _, path_like)| *path_like) else {
         return Vec::new();
     };
@@ -241,7 +243,7 @@ pub fn plan_witness(
 
 /// The fields a call sets, each with its candidates (first is the base value) and whether
 /// it takes a path: the required ones and every path-like one.
-fn fields(schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value>, bool)> {
+fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value>, bool)> {
     let properties = resolve(schema, schema, 0)
         .get("properties")
         .and_then(Value::as_object)
@@ -261,7 +263,14 @@ fn fields(schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value>, bool)> {
         }
         fields.push((
             name.clone(),
-            candidates(property, path_like, plants),
+            if path_like && wants_directory(tool, name, property) {
+                directories_first(
+                    candidates(schema, name, property, path_like, plants),
+                    plants,
+                )
+            } else {
+                candidates(schema, name, property, path_like, plants)
+            },
             path_like,
         ));
     }
@@ -279,6 +288,52 @@ pub fn has_path_argument(schema: &Value) -> bool {
         })
 }
 
+/// Whether a path field takes a directory: its name or description says so, or it is the
+/// `path` of a tool that lists, walks or searches.
+fn wants_directory(tool: &str, name: &str, property: &Value) -> bool {
+    const DIRECTORY: [&str; 6] = ["dir", "directory", "folder", "root", "repo", "repository"];
+    let field = words(name);
+    if field.iter().any(|w| DIRECTORY.contains(&w.as_str())) {
+        return true;
+    }
+    let described = property
+        .get("description")
+        .and_then(Value::as_str)
+        .map(words)
+        .unwrap_or_default();
+    if described.iter().any(|w| w == "directory" || w == "folder") {
+        return true;
+    }
+    let tool = words(tool);
+    field == ["path"]
+        && tool.iter().any(|w| {
+            [
+                "directory",
+                "directories",
+                "dir",
+                "folder",
+                "tree",
+                "list",
+                "search",
+            ]
+            .contains(&w.as_str())
+        })
+}
+
+/// The notes directory (relative and absolute), then the other candidates of a field that
+/// takes a directory.
+fn directories_first(others: Vec<Value>, plants: &Plants) -> Vec<Value> {
+    let array = others.first().is_some_and(Value::is_array);
+    [&plants.note_relative, &plants.note_absolute]
+        .into_iter()
+        .filter_map(|note| Path::new(note).parent())
+        .map(|dir| Value::String(dir.display().to_string()))
+        .filter(|dir| dir.as_str().is_some_and(|d| !d.is_empty()))
+        .map(|dir| if array { Value::Array(vec![dir]) } else { dir })
+        .chain(others)
+        .collect()
+}
+
 fn is_path_like(name: &str, property: &Value) -> bool {
     let name = name.to_ascii_lowercase();
     if property.get("type").is_some_and(|t| t == "array") {
@@ -294,7 +349,13 @@ fn is_path_like(name: &str, property: &Value) -> bool {
             || name.ends_with("_dir"))
 }
 
-fn candidates(property: &Value, path_like: bool, plants: &Plants) -> Vec<Value> {
+fn candidates(
+    root: &Value,
+    name: &str,
+    property: &Value,
+    path_like: bool,
+    plants: &Plants,
+) -> Vec<Value> {
     if path_like {
         let fixed = [
             &plants.note_relative,
@@ -325,24 +386,228 @@ fn candidates(property: &Value, path_like: bool, plants: &Plants) -> Vec<Value> 
         }
         return candidates;
     }
-    if let Some(value) = property.get("const") {
-        return vec![value.clone()];
-    }
-    let kind = property
-        .get("type")
-        .and_then(|t| t.as_str().or_else(|| t.as_array()?.first()?.as_str()));
-    vec![match kind {
-        Some("integer") | Some("number") => minimum(property),
-        Some("boolean") => Value::Bool(true),
-        Some("array") => Value::Array(Vec::new()),
-        Some("object") => Value::Object(Map::new()),
-        Some("null") => Value::Null,
-        _ => Value::String(plants.canary.clone()),
-    }]
+    vec![value_for(root, name, property, plants, 0)]
 }
 
-fn minimum(property: &Value) -> Value {
-    property.get("minimum").cloned().unwrap_or(Value::from(1))
+/// Nested objects and arrays are filled this deep at most.
+const MAX_VALUE_DEPTH: usize = 4;
+
+/// A value that does the field's job, deterministic, from its schema and its name: the
+/// schema's `const`, `default` or first example; else by `format`, then by what the name
+/// says (a URL, a time zone, a date, an SQL query, an expression, a shell command…); an
+/// array holds one item of its `items` (as many as `minItems` asks), an object its
+/// required properties; a number its bounds. Free text gets the probe's canary.
+fn value_for(root: &Value, name: &str, property: &Value, plants: &Plants, depth: usize) -> Value {
+    let property = resolve(root, property, 0);
+    if let Some(value) = property.get("const") {
+        return value.clone();
+    }
+    if let Some(value) = property
+        .get("default")
+        .or_else(|| property.get("examples").and_then(|e| e.get(0)))
+        .filter(|v| !v.is_null())
+    {
+        return value.clone();
+    }
+    if let Some(first) = property.get("enum").and_then(|v| v.get(0)) {
+        return first.clone();
+    }
+    // A union: the first alternative that is not null.
+    for union in ["anyOf", "oneOf"] {
+        if let Some(alternative) = property.get(union).and_then(Value::as_array).and_then(|a| {
+            a.iter().find(|alt| {
+                resolve(root, alt, 0)
+                    .get("type")
+                    .is_none_or(|t| t != "null")
+            })
+        }) {
+            return value_for(root, name, alternative, plants, depth);
+        }
+    }
+    let kind = property.get("type").and_then(|t| {
+        t.as_str().or_else(|| {
+            t.as_array()?
+                .iter()
+                .find_map(|k| k.as_str().filter(|k| *k != "null"))
+        })
+    });
+    match kind {
+        Some("integer") | Some("number") => number(property),
+        Some("boolean") => Value::Bool(true),
+        Some("null") => Value::Null,
+        Some("array") => {
+            let Some(items) = property.get("items").filter(|_| depth < MAX_VALUE_DEPTH) else {
+                return Value::Array(Vec::new());
+            };
+            let count = property
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .clamp(1, 3) as usize;
+            let item = value_for(root, &singular(name), items, plants, depth + 1);
+            Value::Array(vec![item; count])
+        }
+        Some("object") => {
+            let mut object = Map::new();
+            if depth >= MAX_VALUE_DEPTH {
+                return Value::Object(object);
+            }
+            let properties = property.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = property
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (field, schema) in properties.into_iter().flatten() {
+                if required.contains(&field.as_str()) {
+                    let value = value_for(root, field, schema, plants, depth + 1);
+                    object.insert(field.clone(), value);
+                }
+            }
+            Value::Object(object)
+        }
+        _ => Value::String(text_for(name, property, plants)),
+    }
+}
+
+/// A string that does what the field's format or name asks, or the canary for free text.
+fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
+    let by_format = match property.get("format").and_then(Value::as_str) {
+        Some("uri" | "url" | "iri" | "uri-reference") => Some("https://example.com/"),
+        Some("date-time") => Some("2026-01-01T00:00:00Z"),
+        Some("date") => Some("2026-01-01"),
+        Some("time") => Some("12:00:00"),
+        Some("email" | "idn-email") => Some("vac@example.com"),
+        Some("uuid") => Some("123e4567-e89b-42d3-a456-426614174000"),
+        Some("hostname" | "idn-hostname") => Some("example.com"),
+        Some("ipv4") => Some("192.0.2.1"),
+        Some("ipv6") => Some("2001:db8::1"),
+        _ => None,
+    };
+    if let Some(text) = by_format {
+        return text.to_string();
+    }
+    let words = words(name);
+    let has = |w: &str| words.iter().any(|word| word == w);
+    let text = if has("url") || has("uri") || has("link") || has("href") || has("endpoint") {
+        "https://example.com/"
+    } else if has("timezone") || has("tz") || (has("time") && has("zone")) {
+        "UTC"
+    } else if has("time") {
+        "12:00"
+    } else if has("date") {
+        "2026-01-01"
+    } else if has("email") {
+        "vac@example.com"
+    } else if has("host") || has("hostname") || has("domain") {
+        "example.com"
+    } else if has("sql") {
+        "SELECT 1"
+    } else if has("expression") || has("expr") || has("formula") {
+        "1 + 1"
+    } else if has("regex") || has("pattern") || has("glob") {
+        "*"
+    } else if has("language") || has("lang") {
+        "python"
+    } else if has("command") || has("cmd") || has("shell") {
+        return format!("echo {}", plants.canary);
+    } else {
+        return plants.canary.clone();
+    };
+    text.to_string()
+}
+
+/// A field name's words, lowercase: `repoURL` → `repo url`, `time_zone` → `time zone`.
+fn words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            previous_lower = false;
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The name of one item of a list field: `urls` → `url`, `entities` → `entity`.
+fn singular(name: &str) -> String {
+    if let Some(stem) = name.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = name.strip_suffix('s').filter(|s| !s.ends_with('s')) {
+        stem.to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+/// A number inside the field's bounds: its minimum, else just above an exclusive minimum,
+/// else 1; brought under the maximum when above it (halfway between the bounds for a
+/// number with both).
+fn number(property: &Value) -> Value {
+    let integer = property.get("type").is_some_and(|t| t == "integer");
+    let bound = |key: &str| property.get(key).and_then(Value::as_f64);
+    let (low, low_open) = match (bound("minimum"), bound("exclusiveMinimum")) {
+        (Some(min), _) => (Some(min), false),
+        (None, Some(min)) => (Some(min), true),
+        (None, None) => (None, false),
+    };
+    let (high, high_open) = match (bound("maximum"), bound("exclusiveMaximum")) {
+        (Some(max), _) => (Some(max), false),
+        (None, Some(max)) => (Some(max), true),
+        (None, None) => (None, false),
+    };
+    let step = |x: f64, up: bool| match (integer, up) {
+        (true, true) => x.floor() + 1.0,
+        (true, false) => x.ceil() - 1.0,
+        (false, true) => x + 1.0,
+        (false, false) => x - 1.0,
+    };
+    let mut value = match low {
+        Some(low) if low_open => step(low, true),
+        Some(low) => {
+            if integer {
+                low.ceil()
+            } else {
+                low
+            }
+        }
+        None => 1.0,
+    };
+    if let Some(high) = high {
+        let above = if high_open {
+            value >= high
+        } else {
+            value > high
+        };
+        if above {
+            value = match (low, integer) {
+                (Some(low), false) => (low + high) / 2.0,
+                (_, true) if high_open => step(high, false),
+                (_, true) => high.floor(),
+                (None, false) if high_open => step(high, false),
+                (None, false) => high,
+            };
+        }
+    }
+    // Whole values as integers (a JSON number accepts them; an integer needs them).
+    if value.fract() == 0.0 {
+        Value::from(value as i64)
+    } else {
+        Value::from(value)
+    }
 }
 
 /// Follows a local `$ref` (`#/$defs/…` or `#/definitions/…`), at most a few levels deep.
@@ -480,6 +745,56 @@ mod tests {
         let none =
             json!({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]});
         assert!(plan_witness("q", &none, &plants, plants.witness_paths(0)).is_empty());
+    }
+
+    /// Each field gets a value that does its job: by format, by name, from the schema's
+    /// own default, bounds and structure; free text gets the canary.
+    #[test]
+    fn values_follow_the_schema_and_the_field_name() {
+        let schema = json!({"type": "object", "required": [
+            "source_timezone", "time", "url", "homepage", "sql_query", "expression",
+            "command", "when", "limit", "ratio", "entities", "options", "mode", "choice",
+            "note", "tags"],
+        "properties": {
+            "source_timezone": {"type": "string"},
+            "time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"},
+            "url": {"type": "string"},
+            "homepage": {"type": "string", "format": "uri"},
+            "sql_query": {"type": "string"},
+            "expression": {"type": "string"},
+            "command": {"type": "string"},
+            "when": {"type": "string", "format": "date-time"},
+            "limit": {"type": "integer", "minimum": 5, "maximum": 10},
+            "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
+            "entities": {"type": "array", "minItems": 2, "items": {"type": "object",
+                "required": ["name", "observations"],
+                "properties": {"name": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}},
+                               "extra": {"type": "string"}}}},
+            "options": {"type": "object", "required": ["depth"], "properties": {"depth": {"type": "integer", "default": 2}}},
+            "mode": {"anyOf": [{"type": "null"}, {"type": "string", "enum": ["fast", "slow"]}]},
+            "choice": {"type": "string", "default": "b"},
+            "note": {"type": "string"},
+            "tags": {"type": "array"}
+        }});
+        let calls = plan_tool("t", &schema, &plants(), 1, false);
+        let canary = "vac-canary-abc";
+        assert_eq!(
+            Value::Object(calls[0].arguments.clone()),
+            json!({
+                "source_timezone": "UTC", "time": "12:00", "url": "https://example.com/",
+                "homepage": "https://example.com/", "sql_query": "SELECT 1", "expression": "1 + 1",
+                "command": format!("echo {canary}"), "when": "2026-01-01T00:00:00Z",
+                "limit": 5, "ratio": 0.25,
+                "entities": [{"name": canary, "observations": [canary]}, {"name": canary, "observations": [canary]}],
+                "options": {"depth": 2}, "mode": "fast", "choice": "b", "note": canary, "tags": []
+            })
+        );
+        assert_eq!(words("repoURL"), ["repo", "url"]);
+        assert_eq!(words("timeZone"), ["time", "zone"]);
+        assert_eq!(words("timeout"), ["timeout"]);
+        assert_eq!(singular("entities"), "entity");
+        assert_eq!(singular("urls"), "url");
+        assert_eq!(singular("address"), "address");
     }
 
     #[test]
