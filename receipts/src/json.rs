@@ -123,6 +123,12 @@ pub fn is_canonical(text: &str) -> bool {
     }
 }
 
+/// The length of the JSON value at the start of `text` when the scan alone settles that
+/// it is canonical; `None` when it is not, or only the round trip could tell.
+pub(crate) fn canonical_prefix(text: &[u8]) -> Option<usize> {
+    scan_value(text, false).ok()
+}
+
 /// The definition: parse to a `Value`, write it, compare.
 fn round_trip(text: &str) -> bool {
     serde_json::from_str::<Value>(text)
@@ -161,14 +167,15 @@ fn at(text: &[u8], i: usize) -> Result<u8, Stop> {
 /// One pass over `text`: `Some(answer)` when the bytes settle it, `None` when only the
 /// round trip can.
 fn scan(text: &[u8]) -> Option<bool> {
-    match scan_value(text) {
+    match scan_value(text, true) {
         Ok(_) => Some(true),
         Err(Stop::NotCanonical) => Some(false),
         Err(Stop::Unsure) => None,
     }
 }
 
-fn scan_value(text: &[u8]) -> Step {
+/// Scans the value at the start of `text`; with `whole`, nothing may follow it.
+fn scan_value(text: &[u8], whole: bool) -> Step {
     let mut open: Vec<Open<'_>> = Vec::new();
     let mut i = 0;
     'value: loop {
@@ -198,6 +205,7 @@ fn scan_value(text: &[u8]) -> Step {
         loop {
             let Some(top) = open.last() else {
                 return match text.get(i) {
+                    _ if !whole => Ok(i),
                     None => Ok(i),
                     Some(&byte) if is_space(byte) => Err(Stop::NotCanonical),
                     Some(_) => Err(Stop::Unsure),
