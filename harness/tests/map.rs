@@ -93,6 +93,10 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
     let clauses = map["clauses"].as_array().unwrap().len();
     let servers = map["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 3);
+    // The planner's arguments do every fixture tool's job at least once.
+    for s in servers {
+        assert_eq!(s["summary"]["no_successful_call"], 0, "{}", s["id"]);
+    }
     let cells: usize = servers
         .iter()
         .map(|s| s["tools"].as_array().unwrap().len() * clauses)

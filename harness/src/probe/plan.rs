@@ -301,7 +301,16 @@ fn wants_directory(tool: &str, name: &str, property: &Value) -> bool {
         .and_then(Value::as_str)
         .map(words)
         .unwrap_or_default();
-    if described.iter().any(|w| w == "directory" || w == "folder") {
+    // "Directory to list" or "the folder": a directory; "a file, relative to the working
+    // directory" is not.
+    let names_directory = described.windows(2).any(|pair| {
+        (pair[1] == "directory" || pair[1] == "folder")
+            && pair[0] != "working"
+            && pair[0] != "current"
+    }) || described
+        .first()
+        .is_some_and(|w| w == "directory" || w == "folder");
+    if names_directory && !described.iter().any(|w| w == "file") {
         return true;
     }
     let tool = words(tool);
@@ -745,6 +754,38 @@ mod tests {
         let none =
             json!({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]});
         assert!(plan_witness("q", &none, &plants, plants.witness_paths(0)).is_empty());
+    }
+
+    /// A path field takes a directory by its name, by a description that names one as the
+    /// thing to give, or as the `path` of a listing tool; a file's path relative to the
+    /// working directory is still a file.
+    #[test]
+    fn directory_fields_are_told_from_file_fields() {
+        let described = |text: &str| json!({"type": "string", "description": text});
+        assert!(wants_directory("x", "root", &json!({})));
+        assert!(wants_directory("x", "repo_path", &json!({})));
+        assert!(wants_directory(
+            "x",
+            "path",
+            &described("Directory to list, relative to the working directory")
+        ));
+        assert!(wants_directory(
+            "x",
+            "target",
+            &described("The folder to scan")
+        ));
+        assert!(wants_directory("list_directory", "path", &json!({})));
+        assert!(!wants_directory(
+            "file_manager",
+            "path",
+            &described("Path of the file, relative to the working directory or absolute.")
+        ));
+        assert!(!wants_directory(
+            "read_note",
+            "path",
+            &described("Relative to the current directory")
+        ));
+        assert!(!wants_directory("read_file", "path", &json!({})));
     }
 
     /// Each field gets a value that does its job: by format, by name, from the schema's
