@@ -273,19 +273,26 @@ fn a_hundred_megabyte_line_is_errored_with_bounded_memory() {
 const FILESYSTEM_SERVER: &str =
     "/opt/vac-thirdparty/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
 
+/// Whether the pinned server is installed; without it a test skips visibly, except in CI,
+/// where it must be.
+fn filesystem_server_installed(test: &str) -> bool {
+    if Path::new(FILESYSTEM_SERVER).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+        "run .ci/install-thirdparty.sh first"
+    );
+    eprintln!("SKIPPED {test}: run .ci/install-thirdparty.sh");
+    false
+}
+
 #[test]
 fn a_third_party_filesystem_server_is_audited_end_to_end() {
     if !privileged("a_third_party_filesystem_server_is_audited_end_to_end") {
         return;
     }
-    if !Path::new(FILESYSTEM_SERVER).exists() {
-        assert!(
-            std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-            "run .ci/install-thirdparty.sh first"
-        );
-        eprintln!(
-            "SKIPPED a_third_party_filesystem_server_is_audited_end_to_end: run .ci/install-thirdparty.sh"
-        );
+    if !filesystem_server_installed("a_third_party_filesystem_server_is_audited_end_to_end") {
         return;
     }
     let probe = probe(&[], &["/usr/bin/node", FILESYSTEM_SERVER, "/lab/work"]);
@@ -356,14 +363,9 @@ fn a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job() {
     if !privileged("a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job") {
         return;
     }
-    if !Path::new(FILESYSTEM_SERVER).exists() {
-        assert!(
-            std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-            "run .ci/install-thirdparty.sh first"
-        );
-        eprintln!(
-            "SKIPPED a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job: run .ci/install-thirdparty.sh"
-        );
+    if !filesystem_server_installed(
+        "a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job",
+    ) {
         return;
     }
     let tree = tempfile::tempdir().unwrap();
