@@ -273,18 +273,13 @@ fn a_hundred_megabyte_line_is_errored_with_bounded_memory() {
 const FILESYSTEM_SERVER: &str =
     "/opt/vac-thirdparty/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
 
-/// Whether the pinned server is installed; without it a test skips visibly, except in CI,
-/// where it must be.
+/// Whether the pinned server is installed (a visible skip without it, a failure in CI).
 fn filesystem_server_installed(test: &str) -> bool {
-    if Path::new(FILESYSTEM_SERVER).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-        "run .ci/install-thirdparty.sh first"
-    );
-    eprintln!("SKIPPED {test}: run .ci/install-thirdparty.sh");
-    false
+    required(
+        Path::new(FILESYSTEM_SERVER).exists(),
+        test,
+        "needs .ci/install-thirdparty.sh run first",
+    )
 }
 
 #[test]

@@ -128,7 +128,10 @@ impl Written {
 }
 
 /// The state of every path written so far, read from the live run.
-fn layer_now(running: &Running, written: &Mutex<Written>) -> Vec<(std::path::PathBuf, LayerState)> {
+fn layer_now(
+    running: &Running,
+    written: &Mutex<Written>,
+) -> std::collections::BTreeMap<std::path::PathBuf, LayerState> {
     let paths: Vec<std::path::PathBuf> = written
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -554,7 +557,7 @@ async fn converse(
                 settle(Some(running), baseline, last_event, quiet).await;
                 layer_now(running, watch.written)
             }
-            None => Vec::new(),
+            None => Default::default(),
         };
         let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
         let failed = outcome
@@ -580,17 +583,12 @@ async fn converse(
         if let Some(running) = repeat {
             settle(Some(running), baseline, last_event, quiet).await;
             let after = layer_now(running, watch.written);
-            let state_before = |path: &std::path::Path| {
-                before
-                    .iter()
-                    .find(|(p, _)| p == path)
-                    .map(|(_, s)| s.clone())
-            };
+            let mut before = before;
             let states = after
                 .into_iter()
                 .filter_map(|(path, after)| {
                     // A path first written during the repeat had no state read before it.
-                    let before = state_before(&path)?;
+                    let before = before.remove(&path)?;
                     Some(PathStates {
                         path,
                         before,

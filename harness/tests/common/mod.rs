@@ -12,14 +12,24 @@ pub const VAC: &str = env!("CARGO_BIN_EXE_vac");
 /// Whether this process can run the privileged suites; elsewhere the test skips visibly,
 /// and under CI (`VAC_REQUIRE_PRIVILEGED`) a skip is a failure.
 pub fn privileged(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
+    required(
+        nix::unistd::geteuid().is_root(),
+        test,
+        "needs root (vac probe runs servers in the sandbox)",
+    )
+}
+
+/// `met`, or a visible skip (`SKIPPED test: why`), which under CI (`VAC_REQUIRE_PRIVILEGED`)
+/// is a failure instead.
+pub fn required(met: bool, test: &str, why: &str) -> bool {
+    if met {
         return true;
     }
     assert!(
         std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
-        "{test} needs root and VAC_REQUIRE_PRIVILEGED is set"
+        "{test} {why}, and VAC_REQUIRE_PRIVILEGED is set"
     );
-    eprintln!("SKIPPED {test}: needs root (vac probe runs servers in the sandbox)");
+    eprintln!("SKIPPED {test}: {why}");
     false
 }
 
