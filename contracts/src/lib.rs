@@ -11,12 +11,17 @@
 //! per tool × clause ([`graded_clauses`]), each with the evidence SPEC §3.7 asks for;
 //! [`Cell::to_json`] gives the stable SPEC §5 shape.
 //!
+//! [`detect`] holds the protocol sensor's detectors (canary tokens and instructions in what
+//! the model is shown, tools/list drift): the harness runs them on results, and the static
+//! analyser of `vac-analysis` on descriptions.
+//!
 //! The crate does no I/O: no files, no processes, no clock.
 
 mod clause;
 mod compile;
 mod contract;
 mod derive;
+pub mod detect;
 mod document;
 mod grade;
 mod graded;

@@ -13,7 +13,6 @@ pub mod inputs;
 mod observe;
 mod plan;
 mod plants;
-mod protocol;
 mod record;
 mod replay;
 mod run;

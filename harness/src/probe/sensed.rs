@@ -10,7 +10,7 @@ use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{Windows, normalise_text};
 use super::event::{ExecSeen, Lost, NetSeen};
-use super::protocol::canaries_in;
+use vac_contracts::detect::canaries_in;
 
 const EXCERPT: usize = 200;
 

@@ -2,7 +2,7 @@
 //! of its calls, and changes of tools/list after review (SPEC §3.6 `result.secrets`,
 //! `result.instructions`, `manifest.stable`); and the protocol sensor's status.
 //!
-//! The detectors are in `protocol/`; this module applies them to a run and attributes
+//! The detectors are in `vac_contracts::detect`; this module applies them to a run and attributes
 //! what they find: a result's findings to the call that returned it, a manifest change to
 //! the last call of the run it was seen in (the one that preceded it), owned by the tool
 //! whose entry changed.
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
 use super::plants::LabRecord;
-use super::protocol::{
+use vac_contracts::detect::{
     Drift, excerpt, instructions_in_result, manifest_drift, reordered_only, secrets_in_result,
 };
 use super::run::{CallRecord, Role, RunOutput};

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, Sensor, SensorState, SensorStatus};
 
 use super::plan::Purpose;
-use super::protocol::excerpt;
+use vac_contracts::detect::excerpt;
 use super::run::CallRecord;
 use super::shown::shown;
 use crate::client::CallError;

@@ -1,5 +1,7 @@
 //! The protocol sensor's detectors (SPEC §3.3, §3.6): pure functions over what the model is
 //! shown, the tool results and the tools/list manifest. No I/O; the caller hands in JSON.
+//! The harness runs them on what a run recorded; the static analyser of `vac-analysis` runs
+//! the instruction detector on the manifest's own text.
 //!
 //! - [`secrets_in_result`] (`result.secrets`): a planted canary token anywhere in a result,
 //!   plain or encoded (`secrets.rs`);
@@ -19,9 +21,9 @@ mod secrets;
 
 use serde_json::Value;
 
-pub(crate) use drift::{Drift, manifest_drift, reordered_only};
-pub(crate) use instructions::instructions_in_result;
-pub(crate) use secrets::{canaries_in, secrets_in_result};
+pub use drift::{Drift, manifest_drift, reordered_only};
+pub use instructions::{Hit, InstructionFinding, Signal, THRESHOLD, instructions_in_result};
+pub use secrets::{canaries_in, is_zero_width, secrets_in_result};
 
 /// One string of a JSON document and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +77,7 @@ fn walk<'a>(value: &'a Value, pointer: &mut String, out: &mut Vec<Segment<'a>>) 
 
 /// The ASCII that Unicode tag characters (U+E0020…U+E007E) spell: text that renders as
 /// nothing but that a model's tokenizer reads.
-fn tag_text(text: &str) -> String {
+pub fn tag_text(text: &str) -> String {
     text.chars()
         .filter_map(|c| match u32::from(c) {
             code @ 0xE0020..=0xE007E => char::from_u32(code - 0xE0000),
@@ -85,7 +87,7 @@ fn tag_text(text: &str) -> String {
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.
-pub(crate) fn excerpt(text: &str, max: usize) -> String {
+pub fn excerpt(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),

@@ -23,7 +23,7 @@ use super::{Segment, segments};
 
 /// How a token was written where it was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Encoding {
+pub enum Encoding {
     Plain,
     Hex,
     Base64,
@@ -33,7 +33,7 @@ pub(crate) enum Encoding {
 }
 
 impl Encoding {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Encoding::Plain => "plain",
             Encoding::Hex => "hex",
@@ -47,17 +47,17 @@ impl Encoding {
 
 /// One planted token found in a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SecretFinding {
-    pub(crate) token: String,
+pub struct SecretFinding {
+    pub token: String,
     /// JSON pointer of the string that holds it (of the member, when it is in a key).
-    pub(crate) pointer: String,
-    pub(crate) encoding: Encoding,
-    pub(crate) in_key: bool,
+    pub pointer: String,
+    pub encoding: Encoding,
+    pub in_key: bool,
 }
 
 /// Every planted token in any string of `result`: one finding per token and string, with
 /// the first encoding (in the order of the module doc) it was found in.
-pub(crate) fn secrets_in_result(result: &Value, tokens: &[String]) -> Vec<SecretFinding> {
+pub fn secrets_in_result(result: &Value, tokens: &[String]) -> Vec<SecretFinding> {
     let needles: Vec<Needles> = tokens.iter().map(|t| Needles::new(t)).collect();
     let mut findings = Vec::new();
     for Segment {
@@ -83,7 +83,7 @@ pub(crate) fn secrets_in_result(result: &Value, tokens: &[String]) -> Vec<Secret
 
 /// Which tokens appear in `bytes` (read as UTF-8, lossily), in any encoding above. The
 /// network sensor checks what a server sent with this.
-pub(crate) fn canaries_in(bytes: &[u8], tokens: &[String]) -> Vec<String> {
+pub fn canaries_in(bytes: &[u8], tokens: &[String]) -> Vec<String> {
     let haystack = Haystack::new(&String::from_utf8_lossy(bytes));
     tokens
         .iter()
@@ -180,7 +180,7 @@ impl Haystack {
 }
 
 /// Zero-width characters that hide inside words (not U+200D, which joins emoji).
-pub(super) fn is_zero_width(c: char) -> bool {
+pub fn is_zero_width(c: char) -> bool {
     matches!(
         c,
         '\u{200B}' | '\u{200C}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}'

@@ -23,13 +23,13 @@ const CONTEXT: usize = 40;
 
 /// How one tool differs between the reviewed and the later tools/list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Drift {
-    pub(crate) tool: String,
-    pub(crate) kind: DriftKind,
+pub struct Drift {
+    pub tool: String,
+    pub kind: DriftKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DriftKind {
+pub enum DriftKind {
     Added,
     Removed,
     Changed {
@@ -41,17 +41,17 @@ pub(crate) enum DriftKind {
 
 /// One leaf of a tool's entry that differs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FieldChange {
+pub struct FieldChange {
     /// Pointer inside the tool's entry: `/description`, `/annotations/readOnlyHint`.
-    pub(crate) field: String,
+    pub field: String,
     /// Excerpts: a string that stayed a string as text, from a little before where it
     /// starts to differ; anything else as JSON text. `None` where absent on that side.
-    pub(crate) before: Option<String>,
-    pub(crate) after: Option<String>,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl Drift {
-    pub(crate) fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         match &self.kind {
             DriftKind::Added => json!({"tool": self.tool, "change": "added"}),
             DriftKind::Removed => json!({"tool": self.tool, "change": "removed"}),
@@ -67,7 +67,7 @@ impl Drift {
 
 /// The tools added, removed or changed in `later` compared with `reviewed` (both the raw
 /// tools/list arrays), in name order.
-pub(crate) fn manifest_drift(reviewed: &[Value], later: &[Value]) -> Vec<Drift> {
+pub fn manifest_drift(reviewed: &[Value], later: &[Value]) -> Vec<Drift> {
     let (before, after) = (by_name(reviewed), by_name(later));
     let mut names: Vec<&str> = before.keys().chain(after.keys()).copied().collect();
     names.sort_unstable();
@@ -101,7 +101,7 @@ pub(crate) fn manifest_drift(reviewed: &[Value], later: &[Value]) -> Vec<Drift> 
 /// Whether the entries named `tool` in two lists differ only by the order of items: of
 /// words inside strings (a set printed in hash order), of array elements, of keys. Such a
 /// difference between two launches is the server's nondeterminism, not a changed promise.
-pub(crate) fn reordered_only(before: &[Value], after: &[Value], tool: &str) -> bool {
+pub fn reordered_only(before: &[Value], after: &[Value], tool: &str) -> bool {
     match (by_name(before).get(tool), by_name(after).get(tool)) {
         (Some(old), Some(new)) => unordered(old) == unordered(new),
         _ => false,

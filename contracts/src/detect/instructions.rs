@@ -42,12 +42,12 @@ use super::secrets::is_zero_width;
 use super::{Segment, excerpt, segments, tag_text};
 
 /// A string scoring this much is instruction-like.
-pub(crate) const THRESHOLD: u32 = 3;
+pub const THRESHOLD: u32 = 3;
 const EXCERPT: usize = 240;
 
 /// What a string was flagged for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Signal {
+pub enum Signal {
     Override,
     Secrecy,
     ChatMarker,
@@ -61,7 +61,7 @@ pub(crate) enum Signal {
 }
 
 impl Signal {
-    pub(crate) fn weight(self) -> u32 {
+    pub fn weight(self) -> u32 {
         match self {
             Signal::Override | Signal::Secrecy => 3,
             Signal::ChatMarker
@@ -74,7 +74,7 @@ impl Signal {
         }
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Signal::Override => "override",
             Signal::Secrecy => "secrecy",
@@ -92,26 +92,26 @@ impl Signal {
 
 /// One signal and the words that raised it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Hit {
-    pub(crate) signal: Signal,
-    pub(crate) matched: String,
+pub struct Hit {
+    pub signal: Signal,
+    pub matched: String,
 }
 
 /// A string of a result that reads as instructions to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct InstructionFinding {
+pub struct InstructionFinding {
     /// JSON pointer of the string.
-    pub(crate) pointer: String,
-    pub(crate) score: u32,
+    pub pointer: String,
+    pub score: u32,
     /// One hit per signal, strongest first.
-    pub(crate) hits: Vec<Hit>,
+    pub hits: Vec<Hit>,
     /// The start of the string, and any text hidden in it.
-    pub(crate) excerpt: String,
-    pub(crate) hidden: Option<String>,
+    pub excerpt: String,
+    pub hidden: Option<String>,
 }
 
 impl InstructionFinding {
-    pub(crate) fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         json!({
             "pointer": self.pointer,
             "score": self.score,
@@ -124,7 +124,7 @@ impl InstructionFinding {
 }
 
 /// Every string of `result` that scores at least [`THRESHOLD`].
-pub(crate) fn instructions_in_result(result: &Value) -> Vec<InstructionFinding> {
+pub fn instructions_in_result(result: &Value) -> Vec<InstructionFinding> {
     segments(result)
         .into_iter()
         .filter_map(|Segment { pointer, text, .. }| {
