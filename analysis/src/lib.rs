@@ -17,6 +17,7 @@ mod read;
 pub mod render;
 pub mod rows;
 pub mod sarif;
+pub mod scan;
 pub mod severity;
 pub mod tables;
 

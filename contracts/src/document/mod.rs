@@ -76,6 +76,14 @@ impl ContractDocument {
         &self.server
     }
 
+    /// The declared scope's path globs (`[scope] paths`), placeholders unresolved; `None`
+    /// when the document declares no scope.
+    pub fn scope(&self) -> Option<Vec<&str>> {
+        self.scope
+            .as_ref()
+            .map(|s| s.value.iter().map(|p| p.value.as_str()).collect())
+    }
+
     /// The tools the document names, in document order.
     pub fn tools(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.name.value.as_str())

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
 use super::plants::LabRecord;
+use super::run::{CallRecord, Role, RunOutput};
+use crate::client::CallError;
 use vac_contracts::detect::{
     Drift, excerpt, instructions_in_result, manifest_drift, reordered_only, secrets_in_result,
 };
-use super::run::{CallRecord, Role, RunOutput};
-use crate::client::CallError;
 
 const EXCERPT: usize = 200;
 

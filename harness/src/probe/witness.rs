@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use vac_contracts::{Attribution, Effect, EffectClass, Sensor, SensorState, SensorStatus};
 
 use super::plan::Purpose;
-use vac_contracts::detect::excerpt;
 use super::run::CallRecord;
 use super::shown::shown;
 use crate::client::CallError;
+use vac_contracts::detect::excerpt;
 
 const EXCERPT: usize = 200;
 
