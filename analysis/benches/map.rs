@@ -66,7 +66,7 @@ fn main() {
         let t2 = Instant::now();
         let map = vac_analysis::map::build(&rows, "bench");
         let t3 = Instant::now();
-        let html = vac_analysis::html::html(&map);
+        let html = vac_analysis::html::html(&map, None);
         let t4 = Instant::now();
         assert_eq!(rows.effects.len(), 1_000_000);
         assert_eq!(map.cells().count(), 100_000);

@@ -4,16 +4,17 @@
 
 use serde_json::Value;
 
+use crate::compare::Comparison;
 use crate::map::{Map, MapCell, ServerMap, Summary, ToolMap, VERDICTS};
 use crate::read::compact;
-use crate::render::symbol;
+use crate::render::{ratio_text, symbol};
 
 const CELL: u32 = 26;
 const LABEL: u32 = 380;
 const HEADER: u32 = 130;
 
 /// The page.
-pub fn html(map: &Map) -> String {
+pub fn html(map: &Map, comparison: Option<&Comparison>) -> String {
     let mut h = String::with_capacity(64 * 1024 + map.servers.len() * 4096);
     let totals = map.totals();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -89,6 +90,9 @@ pub fn html(map: &Map) -> String {
         evidence_block(&mut h, id, s, t, c);
     }
     h.push_str("</div>\n");
+    if let Some(comparison) = comparison {
+        static_section(&mut h, comparison);
+    }
     h.push_str(&format!(
         "<footer>{} servers, {} tools, {} cells. Every figure here is regenerated from the \
          receipts (<code>vac report</code>); each confirmed cell names the receipt record \
@@ -100,6 +104,132 @@ pub fn html(map: &Map) -> String {
     h.push_str(SCRIPT);
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// The static-vs-dynamic section: the confusion matrix per clause class, then the
+/// declaration gaps, the over-approximations and (folded) the predictions not tested.
+fn static_section(h: &mut String, c: &Comparison) {
+    h.push_str(&format!(
+        "<h2 id=\"static\">Static vs dynamic</h2>\n<p>The static analyser <code>{}</code> \
+         ({} findings; rules in <code>analysis/RULES.md</code>) as a predictor of what the \
+         tools did: per clause class, whether a finding predicts the effect, against the \
+         cell's verdict. Cells not tested (skipped or errored) are counted apart, never as \
+         negatives.</p>\n",
+        esc(&c.analyser),
+        c.findings
+    ));
+    h.push_str("<table id=\"static-matrix\" class=\"sortable\">\n<thead><tr>");
+    for (key, label, kind) in [
+        ("class", "class", "text"),
+        ("tp", "predicted, confirmed", "number"),
+        ("fp", "predicted, refuted", "number"),
+        ("fn", "missed (gap)", "number"),
+        ("tn", "not predicted, refuted", "number"),
+        ("up", "untested, predicted", "number"),
+        ("uu", "untested, not predicted", "number"),
+        ("precision", "precision", "number"),
+        ("recall", "recall", "number"),
+    ] {
+        h.push_str(&format!(
+            "<th data-key=\"{key}\" data-type=\"{kind}\" tabindex=\"0\">{label}</th>"
+        ));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for r in &c.rows {
+        h.push_str(&format!(
+            "<tr data-class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&r.class),
+            esc(&r.class),
+            r.true_positive,
+            r.false_positive,
+            r.false_negative,
+            r.true_negative,
+            r.untested_predicted,
+            r.untested_unpredicted,
+            ratio_text(r.precision()),
+            ratio_text(r.recall()),
+        ));
+    }
+    h.push_str("</tbody>\n</table>\n");
+    let lists = [
+        (
+            "gaps",
+            "Declaration gaps",
+            "static predicted nothing, the effect was confirmed",
+            &c.gaps,
+            "rules that fired on the tool",
+        ),
+        (
+            "over",
+            "Over-approximations",
+            "static predicted it, the tool was seen not to do it: refuted, with successful calls and live sensors",
+            &c.over_approximations,
+            "rules that predicted it",
+        ),
+        (
+            "untested",
+            "Predictions not tested",
+            "static predicted it, the cell was not graded by a successful call",
+            &c.untested,
+            "rules that predicted it",
+        ),
+    ];
+    for (id, title, what, list, rules) in lists {
+        let folded = id == "untested";
+        if folded {
+            h.push_str(&format!(
+                "<details id=\"static-{id}\"><summary>{title} ({})</summary>\n",
+                list.len()
+            ));
+        } else {
+            h.push_str(&format!(
+                "<h3 id=\"static-{id}\">{title} ({})</h3>\n",
+                list.len()
+            ));
+        }
+        h.push_str(&format!("<p>{what}.</p>\n"));
+        if !list.is_empty() {
+            h.push_str(&format!(
+                "<table class=\"sortable static-list\">\n<thead><tr>\
+                 <th data-type=\"text\" tabindex=\"0\">server</th>\
+                 <th data-type=\"text\" tabindex=\"0\">tool</th>\
+                 <th data-type=\"text\" tabindex=\"0\">class</th>\
+                 <th data-type=\"text\" tabindex=\"0\">verdict</th>\
+                 <th data-type=\"text\" tabindex=\"0\">{rules}</th>\
+                 <th data-type=\"text\" tabindex=\"0\">calls ok</th>\
+                 <th data-type=\"text\" tabindex=\"0\">reason</th>\
+                 <th data-type=\"text\" tabindex=\"0\">receipt</th></tr></thead>\n<tbody>\n"
+            ));
+            for d in list {
+                h.push_str(&format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td>\
+                     <td>{}/{}</td><td>{}</td><td>{}</td></tr>\n",
+                    esc(&d.server),
+                    esc(&d.tool),
+                    esc(&d.class),
+                    symbol(&d.verdict),
+                    esc(&d.verdict),
+                    esc(&d.rules.join(", ")),
+                    d.succeeded,
+                    d.calls,
+                    esc(&d.reason),
+                    d.record
+                        .as_ref()
+                        .map(|(probe, seq, hash)| format!(
+                            "<code>{}</code> seq {seq} <code>{}</code>",
+                            esc(probe),
+                            esc(&hash[..16.min(hash.len())])
+                        ))
+                        .unwrap_or_default(),
+                ));
+            }
+            h.push_str("</tbody>\n</table>\n");
+        }
+        if folded {
+            h.push_str("</details>\n");
+        }
+    }
 }
 
 fn summary_cells(h: &mut String, name: &str, s: &Summary) {
@@ -385,9 +515,10 @@ footer{margin-top:2em;color:#555;font-size:12px}
 const SCRIPT: &str = r#"<script>
 (function () {
   "use strict";
-  // Sort the summary by a column: click or Enter on its header.
-  document.querySelectorAll("table.sortable th").forEach(function (th, col) {
+  // Sort a table by a column: click or Enter on its header.
+  document.querySelectorAll("table.sortable th").forEach(function (th) {
     function sort() {
+      var col = th.cellIndex;
       var body = th.closest("table").tBodies[0];
       var down = th.getAttribute("aria-sort") !== "descending";
       th.closest("tr").querySelectorAll("th").forEach(function (o) { o.removeAttribute("aria-sort"); });

@@ -11,6 +11,7 @@
 //! This crate reads receipts only: it never depends on the harness, and it is the only
 //! crate that links polars.
 
+pub mod compare;
 pub mod html;
 pub mod map;
 mod read;
@@ -28,11 +29,18 @@ pub use read::{AnalysisError, probe_dirs, read, server_id};
 pub use render::{Format, RenderOptions, render};
 pub use rows::Rows;
 
+/// The name the comparison gives vac's own rules.
+pub const STATIC_ANALYSER: &str = "vac static";
+
 /// What a receipt directory holds, read and folded into its map.
 #[derive(Clone, Debug)]
 pub struct Analysis {
     pub rows: Rows,
     pub map: Map,
+    /// vac's static findings on the servers' recorded manifests (`RULES.md`).
+    pub findings: Vec<scan::Finding>,
+    /// Those findings set against the map's verdicts.
+    pub comparison: compare::Comparison,
 }
 
 /// Reads and verifies `dir`, and builds its map; `campaign` names the map (by default,
@@ -45,5 +53,13 @@ pub fn load(dir: &Path, campaign: Option<&str>) -> Result<Analysis, AnalysisErro
             .unwrap_or_else(|| "receipts".to_string())
     });
     let map = map::build(&rows, &name);
-    Ok(Analysis { rows, map })
+    let findings = scan::scan_rows(&rows);
+    let predictions: Vec<compare::Prediction> = findings.iter().map(Into::into).collect();
+    let comparison = compare::compare(&map, &predictions, STATIC_ANALYSER);
+    Ok(Analysis {
+        rows,
+        map,
+        findings,
+        comparison,
+    })
 }

@@ -422,6 +422,7 @@ impl ProbeReader {
                         annotations: compact(&field("annotations")),
                         input_schema: compact(&field("inputSchema")),
                         complete,
+                        entry: tool.clone(),
                     });
                 }
             }

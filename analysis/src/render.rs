@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::Analysis;
+use crate::compare::Comparison;
 use crate::map::{Map, Summary, VERDICTS};
 use crate::read::AnalysisError;
-use crate::tables::{self, TABLES};
+use crate::tables::{self, STATIC_TABLES, TABLES};
 
 /// An output format of `vac report --out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,13 +81,13 @@ pub fn files(
         match format {
             Format::Html => out.push((
                 "map.html".into(),
-                crate::html::html(&analysis.map).into_bytes(),
+                crate::html::html(&analysis.map, Some(&analysis.comparison)).into_bytes(),
             )),
-            Format::Md => out.push(("map.md".into(), markdown(&analysis.map).into_bytes())),
-            Format::Json => out.push((
-                "map.json".into(),
-                pretty(&crate::map::to_json(&analysis.map)),
+            Format::Md => out.push((
+                "map.md".into(),
+                markdown(&analysis.map, Some(&analysis.comparison)).into_bytes(),
             )),
+            Format::Json => out.push(("map.json".into(), pretty(&map_json(analysis)))),
             Format::Sarif => {
                 let log = crate::sarif::sarif(
                     &analysis.map,
@@ -109,10 +110,34 @@ pub fn files(
                     })?;
                     out.push((format!("tables/{name}.csv"), bytes));
                 }
+                for name in STATIC_TABLES {
+                    let mut df =
+                        tables::static_table(&analysis.findings, &analysis.comparison, name)?;
+                    let mut bytes = Vec::new();
+                    tables::write_csv(&mut df, &mut bytes).map_err(|detail| {
+                        AnalysisError::Table {
+                            table: name,
+                            detail,
+                        }
+                    })?;
+                    out.push((format!("tables/{name}.csv"), bytes));
+                }
             }
             Format::Parquet => {
                 for name in TABLES {
                     let mut df = tables::table(&analysis.rows, name)?;
+                    let mut bytes = Vec::new();
+                    tables::write_parquet(&mut df, &mut bytes).map_err(|detail| {
+                        AnalysisError::Table {
+                            table: name,
+                            detail,
+                        }
+                    })?;
+                    out.push((format!("tables/{name}.parquet"), bytes));
+                }
+                for name in STATIC_TABLES {
+                    let mut df =
+                        tables::static_table(&analysis.findings, &analysis.comparison, name)?;
                     let mut bytes = Vec::new();
                     tables::write_parquet(&mut df, &mut bytes).map_err(|detail| {
                         AnalysisError::Table {
@@ -173,6 +198,14 @@ pub fn render(
     result
 }
 
+/// `map.json`: the map, then vac's static findings and their comparison with it.
+pub fn map_json(analysis: &Analysis) -> serde_json::Value {
+    let mut json = crate::map::to_json(&analysis.map);
+    json["static_findings"] = analysis.findings.iter().map(|f| f.to_json()).collect();
+    json["static_dynamic"] = analysis.comparison.to_json();
+    json
+}
+
 fn pretty(value: &serde_json::Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
@@ -191,7 +224,7 @@ pub fn symbol(verdict: &str) -> &'static str {
 }
 
 /// Summary then one matrix per server (tools × clauses).
-pub fn markdown(map: &Map) -> String {
+pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
     let mut md = String::new();
     md.push_str(&format!("# Conformance map: {}\n\n", map.campaign));
     md.push_str(
@@ -269,7 +302,85 @@ pub fn markdown(map: &Map) -> String {
             }
         }
     }
+    if let Some(comparison) = comparison {
+        static_markdown(&mut md, comparison);
+    }
     md
+}
+
+/// The static-vs-dynamic section: the matrix, then the disagreements both ways.
+fn static_markdown(md: &mut String, c: &Comparison) {
+    md.push_str(&format!(
+        "\n## Static vs dynamic\n\nThe static analyser `{}` ({} findings, rules in \
+         `analysis/RULES.md`) as a predictor of what the tools did: per clause, whether a \
+         finding predicts it against the cell's verdict. Cells not tested (skipped or errored) \
+         are counted apart, never as negatives.\n\n",
+        md_escape(&c.analyser),
+        c.findings
+    ));
+    md.push_str("| class | predicted, confirmed | predicted, refuted | missed (gap) | not predicted, refuted | untested, predicted | untested, not predicted | precision | recall |\n");
+    md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in &c.rows {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.class,
+            r.true_positive,
+            r.false_positive,
+            r.false_negative,
+            r.true_negative,
+            r.untested_predicted,
+            r.untested_unpredicted,
+            ratio_text(r.precision()),
+            ratio_text(r.recall()),
+        ));
+    }
+    let lists = [
+        (
+            "Declaration gaps",
+            "static predicted nothing, the effect was confirmed",
+            &c.gaps,
+        ),
+        (
+            "Over-approximations",
+            "static predicted it, the tool was seen not to do it (refuted: successful calls, live sensors)",
+            &c.over_approximations,
+        ),
+        (
+            "Predictions not tested",
+            "static predicted it, the cell was not graded by a successful call",
+            &c.untested,
+        ),
+    ];
+    for (title, what, list) in lists {
+        md.push_str(&format!("\n### {title} ({})\n\n{what}.\n\n", list.len()));
+        for d in list {
+            md.push_str(&format!(
+                "- **{} × {}** on {} — {}: {}; rules: {}{}\n",
+                md_escape(&d.tool),
+                d.class,
+                md_escape(&d.server),
+                d.verdict,
+                md_escape(&d.reason),
+                if d.rules.is_empty() {
+                    "none".to_owned()
+                } else {
+                    d.rules.join(", ")
+                },
+                d.record
+                    .as_ref()
+                    .map(|(_, seq, hash)| format!(
+                        " — receipt seq {seq} `{}`",
+                        &hash[..16.min(hash.len())]
+                    ))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+}
+
+/// A precision or recall as three decimals, or `–` when there is nothing to divide.
+pub fn ratio_text(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.3}"))
 }
 
 fn md_escape(text: &str) -> String {

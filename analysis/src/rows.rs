@@ -219,6 +219,8 @@ pub struct ManifestRow {
     pub annotations: String,
     pub input_schema: String,
     pub complete: Option<bool>,
+    /// The whole tools/list entry, as the server sent it (what the static rules read).
+    pub entry: Value,
 }
 
 #[derive(Clone, Debug)]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::map::{Map, MapCell, ServerMap, ToolMap};
 use crate::rows::Rows;
+use crate::scan::{Finding, Rule};
 use crate::severity::{self, CLAUSES};
 
 pub const SERVERS_PER_RUN: usize = 20;
@@ -244,4 +245,170 @@ fn location(rows: &Rows, root: &str, probe: &str, tool: &str, seq: u64) -> Locat
     }
     uri.push_str(vac_receipts::LOG_FILE);
     Location { uri, line: seq + 1 }
+}
+
+/// Where a static finding points: the manifest it was read from, as a repository-relative
+/// file and line (the tool's entry in a tools/list file, the manifest record in a receipt
+/// log). `None` leaves the result without a physical location.
+pub type Locate<'a> = dyn Fn(&Finding) -> Option<(String, u64)> + 'a;
+
+/// The SARIF log of `vac static`: one run (`automationDetails.id` `vac-static/<name>/`),
+/// one rule per static rule, one result per finding, each with the clauses it predicts in
+/// its properties (which is what `vac static --import` reads back).
+pub fn static_sarif(findings: &[Finding], name: &str, version: &str, locate: &Locate<'_>) -> Value {
+    let rules: Vec<Value> = Rule::ALL
+        .iter()
+        .map(|rule| {
+            let (severity, score) = rule.severity();
+            json!({
+                "id": rule.id(),
+                "name": rule.name(),
+                "shortDescription": {"text": rule.summary()},
+                "fullDescription": {"text": format!(
+                    "{} Predicts: {}. Rationale: analysis/RULES.md.",
+                    rule.summary(),
+                    if rule.classes().is_empty() {
+                        "no clause".to_owned()
+                    } else {
+                        rule.classes().iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+                    }
+                )},
+                "help": {"text": format!(
+                    "{} vac read this from the manifest alone (static); whether the tool does \
+                     it is what `vac probe` measures.",
+                    rule.summary()
+                )},
+                "defaultConfiguration": {"level": level(severity)},
+                "properties": {
+                    "tags": ["security", "mcp", "static"],
+                    "security-severity": score,
+                    "precision": "medium",
+                    "predicts": rule.classes().iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                },
+            })
+        })
+        .collect();
+    let mut logical: Vec<Value> = Vec::new();
+    let mut index_of: Vec<(String, String, usize)> = Vec::new();
+    for f in findings {
+        if !logical
+            .iter()
+            .any(|l| l["fullyQualifiedName"] == f.server.as_str())
+        {
+            logical
+                .push(json!({"name": f.server, "fullyQualifiedName": f.server, "kind": "module"}));
+        }
+        if !index_of
+            .iter()
+            .any(|(s, t, _)| *s == f.server && *t == f.tool)
+        {
+            let parent = logical
+                .iter()
+                .position(|l| l["fullyQualifiedName"] == f.server.as_str())
+                .expect("pushed above");
+            index_of.push((f.server.clone(), f.tool.clone(), logical.len()));
+            logical.push(json!({
+                "name": f.tool,
+                "fullyQualifiedName": format!("{}/{}", f.server, f.tool),
+                "kind": "function",
+                "parentIndex": parent,
+            }));
+        }
+    }
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            let rule_index = Rule::ALL.iter().position(|r| *r == f.rule).expect("a rule");
+            let logical_index = index_of
+                .iter()
+                .find(|(s, t, _)| *s == f.server && *t == f.tool)
+                .map(|(_, _, i)| *i)
+                .expect("indexed above");
+            let mut location = json!({
+                "logicalLocations": [{
+                    "index": logical_index,
+                    "name": f.tool,
+                    "fullyQualifiedName": format!("{}/{}", f.server, f.tool),
+                    "kind": "function",
+                }],
+            });
+            if let Some((uri, line)) = locate(f) {
+                location["physicalLocation"] = json!({
+                    "artifactLocation": {"uri": uri},
+                    "region": {"startLine": line.max(1)},
+                });
+            }
+            let pointer = f
+                .evidence
+                .get("pointer")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let fingerprint = blake3::hash(
+                format!("{}\0{}\0{}\0{pointer}", f.server, f.tool, f.rule.id()).as_bytes(),
+            )
+            .to_hex()
+            .to_string();
+            json!({
+                "ruleId": f.rule.id(),
+                "ruleIndex": rule_index,
+                "level": level(f.severity),
+                "message": {"text": format!("{} on {}: {}", f.tool, f.server, f.message)},
+                "locations": [location],
+                "partialFingerprints": {"vacStatic/v1": fingerprint},
+                "properties": {
+                    "server": f.server,
+                    "tool": f.tool,
+                    "predicts": f.predicts.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                    "security-severity": f.score,
+                    "evidence": f.evidence,
+                },
+            })
+        })
+        .collect();
+    json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "vac static",
+                "version": version,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }},
+            "automationDetails": {"id": format!("vac-static/{name}/")},
+            "columnKind": "unicodeCodePoints",
+            "logicalLocations": logical,
+            "results": results,
+        }],
+    })
+}
+
+/// For findings read from receipts: the line of each server's first initial tools/list
+/// record in its first probe's log, under `root` as the user named it.
+pub fn manifest_locations(rows: &Rows, root: &str) -> Vec<(String, String, u64)> {
+    let mut out: Vec<(String, String, u64)> = Vec::new();
+    for probe in &rows.probes {
+        if out.iter().any(|(s, _, _)| *s == probe.server) {
+            continue;
+        }
+        let Some(seq) = rows
+            .manifests
+            .iter()
+            .filter(|m| &*m.probe == probe.dir.as_str() && m.phase == "initial")
+            .map(|m| m.seq)
+            .min()
+        else {
+            continue;
+        };
+        let mut uri = String::new();
+        for part in [root.trim_end_matches('/'), probe.dir.as_str()] {
+            if !part.is_empty() {
+                uri.push_str(part);
+                uri.push('/');
+            }
+        }
+        uri.push_str(vac_receipts::LOG_FILE);
+        out.push((probe.server.clone(), uri, seq + 1));
+    }
+    out
 }

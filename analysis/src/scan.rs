@@ -18,6 +18,8 @@
 use serde_json::{Map, Value, json};
 use vac_contracts::{Clause, detect};
 
+use crate::rows::{ManifestRow, Rows};
+
 /// A rule of the static analyser, with a stable id (`VAC-S001`…).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
@@ -256,6 +258,39 @@ impl Finding {
             "evidence": self.evidence,
         })
     }
+}
+
+/// vac's findings on every server of `rows`, in map order: for each server its first
+/// probe's first initial tools/list (the control run's), read under the scope its contract
+/// declares. A contract that does not parse (or a derived one) declares no scope.
+pub fn scan_rows(rows: &Rows) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for probe in &rows.probes {
+        if seen.contains(&probe.server.as_str()) {
+            continue;
+        }
+        seen.push(&probe.server);
+        let manifests: Vec<&ManifestRow> = rows
+            .manifests
+            .iter()
+            .filter(|m| &*m.probe == probe.dir.as_str() && m.phase == "initial")
+            .collect();
+        let Some(first) = manifests.iter().map(|m| m.seq).min() else {
+            continue;
+        };
+        let tools: Vec<Value> = manifests
+            .iter()
+            .filter(|m| m.seq == first)
+            .map(|m| m.entry.clone())
+            .collect();
+        let scope = match (&probe.contract_name, &probe.contract_text) {
+            (Some(name), Some(text)) => Scope::of_contract(name, text).unwrap_or_default(),
+            _ => Scope::None,
+        };
+        out.extend(scan(&probe.server, &tools, &scope));
+    }
+    out
 }
 
 /// A tools/list as a file may hold it: the tools array itself, `{"tools": […]}`, or a

@@ -21,6 +21,108 @@ pub const TABLES: [&str; 7] = [
     "selftests",
 ];
 
+/// The tables of the static-vs-dynamic comparison (`TABLES.md`), written after [`TABLES`].
+pub const STATIC_TABLES: [&str; 3] = ["static_findings", "static_dynamic", "static_disagreements"];
+
+/// One table of the comparison by name (one of [`STATIC_TABLES`]).
+pub fn static_table(
+    findings: &[crate::scan::Finding],
+    comparison: &crate::compare::Comparison,
+    name: &'static str,
+) -> Result<DataFrame, AnalysisError> {
+    let columns = match name {
+        "static_findings" => {
+            let f = findings;
+            let predicts: Vec<String> = f
+                .iter()
+                .map(|f| {
+                    f.predicts
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            let evidence: Vec<String> = f.iter().map(|f| compact(&f.evidence)).collect();
+            vec![
+                text("server", f.iter().map(|f| f.server.as_str())),
+                text("tool", f.iter().map(|f| f.tool.as_str())),
+                text("rule", f.iter().map(|f| f.rule.id())),
+                text("name", f.iter().map(|f| f.rule.name())),
+                text("severity", f.iter().map(|f| f.severity)),
+                text("predicts", predicts.iter().map(String::as_str)),
+                text("message", f.iter().map(|f| f.message.as_str())),
+                text("evidence", evidence.iter().map(String::as_str)),
+            ]
+        }
+        "static_dynamic" => {
+            let r = &comparison.rows;
+            vec![
+                text("class", r.iter().map(|r| r.class.as_str())),
+                int("true_positive", r.iter().map(|r| r.true_positive)),
+                int("false_positive", r.iter().map(|r| r.false_positive)),
+                int("false_negative", r.iter().map(|r| r.false_negative)),
+                int("true_negative", r.iter().map(|r| r.true_negative)),
+                int("untested_predicted", r.iter().map(|r| r.untested_predicted)),
+                int(
+                    "untested_unpredicted",
+                    r.iter().map(|r| r.untested_unpredicted),
+                ),
+                Column::new(
+                    "precision".into(),
+                    r.iter().map(|r| r.precision()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "recall".into(),
+                    r.iter().map(|r| r.recall()).collect::<Vec<_>>(),
+                ),
+            ]
+        }
+        "static_disagreements" => {
+            let lists = [
+                ("declaration_gap", &comparison.gaps),
+                ("over_approximation", &comparison.over_approximations),
+                ("untested_prediction", &comparison.untested),
+            ];
+            let all: Vec<(&str, &crate::compare::Disagreement)> = lists
+                .iter()
+                .flat_map(|(kind, list)| list.iter().map(move |d| (*kind, d)))
+                .collect();
+            let rules: Vec<String> = all.iter().map(|(_, d)| d.rules.join(",")).collect();
+            vec![
+                text("kind", all.iter().map(|(k, _)| *k)),
+                text("server", all.iter().map(|(_, d)| d.server.as_str())),
+                text("tool", all.iter().map(|(_, d)| d.tool.as_str())),
+                text("class", all.iter().map(|(_, d)| d.class.as_str())),
+                text("verdict", all.iter().map(|(_, d)| d.verdict.as_str())),
+                text("reason", all.iter().map(|(_, d)| d.reason.as_str())),
+                text("rules", rules.iter().map(String::as_str)),
+                int("calls", all.iter().map(|(_, d)| d.calls)),
+                int("succeeded", all.iter().map(|(_, d)| d.succeeded)),
+                opt_text(
+                    "probe",
+                    all.iter()
+                        .map(|(_, d)| d.record.as_ref().map(|r| r.0.as_str())),
+                ),
+                opt_int(
+                    "seq",
+                    all.iter().map(|(_, d)| d.record.as_ref().map(|r| r.1)),
+                ),
+                opt_text(
+                    "record_hash",
+                    all.iter()
+                        .map(|(_, d)| d.record.as_ref().map(|r| r.2.as_str())),
+                ),
+            ]
+        }
+        _ => unreachable!("not a static table: {name}"),
+    };
+    DataFrame::new_infer_height(columns).map_err(|e| AnalysisError::Table {
+        table: name,
+        detail: e.to_string(),
+    })
+}
+
 /// One table of `rows` by name (one of [`TABLES`]).
 pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError> {
     if name == "effects" {

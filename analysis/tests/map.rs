@@ -60,7 +60,8 @@ fn rendering_twice_gives_identical_bytes_in_all_six_formats() {
     ] {
         assert!(fa.contains_key(wanted), "{wanted} missing from {names:?}");
     }
-    assert_eq!(fa.len(), 5 + 2 * 7, "{names:?}");
+    // 5 map files; the 7 tables and the 3 static-vs-dynamic tables, each as CSV and Parquet.
+    assert_eq!(fa.len(), 5 + 2 * (7 + 3), "{names:?}");
     for (name, bytes) in &fa {
         assert!(!bytes.is_empty(), "{name} is empty");
         assert!(fb[name] == *bytes, "{name} differs between two renders");
@@ -229,7 +230,7 @@ fn server_controlled_text_is_escaped_in_html_and_markdown() {
     let tmp = tempfile::tempdir().unwrap();
     synth::campaign(tmp.path(), SMALL);
     let analysis = load(tmp.path(), None).unwrap();
-    let html = vac_analysis::html::html(&analysis.map);
+    let html = vac_analysis::html::html(&analysis.map, Some(&analysis.comparison));
     // Reasons hold `<clause> & "tool"`.
     assert!(!html.contains("<fs.write>"));
     assert!(html.contains("&lt;fs.write&gt; &amp; &quot;tool_000&quot;"));
@@ -238,7 +239,7 @@ fn server_controlled_text_is_escaped_in_html_and_markdown() {
         assert!(!html.contains(needle), "{needle}");
     }
     assert!(html.contains("Content-Security-Policy"));
-    let md = vac_analysis::render::markdown(&analysis.map);
+    let md = vac_analysis::render::markdown(&analysis.map, Some(&analysis.comparison));
     assert!(md.contains("\\<fs.write\\>"), "markdown escapes");
 }
 

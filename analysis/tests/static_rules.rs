@@ -131,3 +131,42 @@ fn a_file_that_is_not_a_tools_list_is_named_as_such() {
     assert_eq!(tools_of(&response).unwrap().len(), 1);
     assert_eq!(tools_of(&json!([{"name": "a"}])).unwrap().len(), 1);
 }
+
+#[test]
+fn the_static_sarif_validates_and_each_finding_is_one_result_with_its_rule() {
+    let mut findings = Vec::new();
+    for case in cases() {
+        let tools = read_json(&case.join("tools.json"));
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        findings.extend(scan(&name, tools_of(&tools).unwrap(), &Scope::None));
+    }
+    let locate = |f: &vac_analysis::scan::Finding| {
+        Some((format!("analysis/tests/data/static/{}/tools.json", f.server), 1))
+    };
+    let log = vac_analysis::sarif::static_sarif(&findings, "cases", "0.1.0", &locate);
+    let schema: Value = serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&log)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), Rule::ALL.len());
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), findings.len());
+    let mut fingerprints = std::collections::HashSet::new();
+    for (result, finding) in results.iter().zip(&findings) {
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], result["ruleId"]);
+        assert_eq!(result["ruleId"], finding.rule.id());
+        assert!(fingerprints.insert(result["partialFingerprints"]["vacStatic/v1"].clone()));
+        assert!(
+            result["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap()
+                >= 1
+        );
+    }
+}

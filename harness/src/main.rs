@@ -43,6 +43,10 @@ enum Command {
     /// Audit the three built-in fixtures (honest, dishonest, broad) as one campaign, print
     /// their verdicts and write its conformance map.
     Demo(DemoArgs),
+    /// Read a server's tools/list without calling a tool: stable rules (analysis/RULES.md) that
+    /// predict what each tool may do; given receipts, set against what the tools did:
+    /// `vac static FILE.json | RECEIPT-DIR [--import FINDINGS] | -- CMD ARGS…`.
+    Static(StaticArgs),
     /// Work with effect contracts.
     #[command(subcommand)]
     Contract(ContractCommand),
@@ -163,6 +167,36 @@ struct DeriveArgs {
 }
 
 #[derive(Args)]
+struct StaticArgs {
+    /// Print `{"findings": […]}` (and, for receipts, `"comparison"`) instead of the table.
+    #[arg(long, conflicts_with = "sarif")]
+    json: bool,
+    /// Print the findings as a SARIF 2.1.0 log.
+    #[arg(long)]
+    sarif: bool,
+    /// A contract document whose `[scope]` the manifest is read under (a tools/list file or
+    /// a command; receipts carry their own contract).
+    #[arg(long)]
+    contract: Option<PathBuf>,
+    /// Another static analyser's findings (JSON or SARIF; shapes in analysis/RULES.md),
+    /// compared with the receipts' verdicts in place of vac's own rules.
+    #[arg(long, value_name = "FILE")]
+    import: Option<PathBuf>,
+    /// Names the map of a receipt directory, as `vac report --campaign` does.
+    #[arg(long)]
+    campaign: Option<String>,
+    /// Seconds to wait for initialize and tools/list (with `-- CMD`).
+    #[arg(long, default_value_t = 20)]
+    timeout: u64,
+    /// A tools/list JSON file, or a receipt directory (one probe or a campaign).
+    #[arg(required_unless_present = "command")]
+    input: Option<PathBuf>,
+    /// Or: the server command, run once in the sandbox for its tools/list (no call).
+    #[arg(last = true, conflicts_with = "input")]
+    command: Vec<OsString>,
+}
+
+#[derive(Args)]
 struct VerifyArgs {
     /// The receipt directory.
     dir: PathBuf,
@@ -209,6 +243,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => run_probe(args),
         Command::Verify(args) => run_verify(args),
         Command::Report(args) => run_report(args),
+        Command::Static(args) => run_static(args),
         Command::Contract(ContractCommand::Derive(args)) => run_derive(args),
         Command::Demo(args) => run_demo(args),
         Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
@@ -288,6 +323,195 @@ fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `vac static`: findings from a tools/list file, a command's control run, or the manifests
+/// recorded in receipts (then compared with their verdicts).
+fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
+    use vac_analysis::compare::{self, Prediction};
+    use vac_analysis::scan::{self, Scope};
+    let usage = |message: String| {
+        eprintln!("vac: {message}");
+        Ok(Exit::Usage.into())
+    };
+    let scope = match &args.contract {
+        None => Scope::None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read contract {}", path.display()))?;
+            match Scope::of_contract(&path.display().to_string(), &text) {
+                Ok(scope) => scope,
+                Err(error) => return usage(error.to_string()),
+            }
+        }
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    // A manifest without receipts: findings only.
+    let manifest =
+        |server: String, tools: &[serde_json::Value], source: Option<(String, String)>| {
+            let findings = scan::scan(&server, tools, &scope);
+            if args.sarif {
+                let locate = |f: &scan::Finding| {
+                    let (uri, text) = source.as_ref()?;
+                    let needle = format!("\"{}\"", f.tool);
+                    let line = text
+                        .lines()
+                        .position(|l| l.contains("\"name\"") && l.contains(&needle))
+                        .map_or(1, |i| i as u64 + 1);
+                    Some((uri.clone(), line))
+                };
+                let log = vac_analysis::sarif::static_sarif(&findings, &server, version, &locate);
+                println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
+            } else {
+                let predictions: Vec<Prediction> = findings.iter().map(Into::into).collect();
+                print_static(&predictions, &findings, None, args.json);
+            }
+            ExitCode::from(Exit::Clean)
+        };
+    if !args.command.is_empty() {
+        if args.import.is_some() {
+            return usage(
+                "--import compares with dynamic verdicts: give a receipt directory".into(),
+            );
+        }
+        let command = host_relative(args.command)?;
+        let target = command
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut options = ProbeOptions::new(Target::Stdio(command), PathBuf::new());
+        options.client.initialize_timeout = Duration::from_secs(args.timeout);
+        options.client.request_timeout = Duration::from_secs(args.timeout);
+        let tools = runtime()?
+            .block_on(vac_harness::probe::control_manifest(&options))
+            .context("cannot read the server's tools/list")?;
+        return Ok(manifest(vac_analysis::server_id(&target), &tools, None));
+    }
+    let input = args
+        .input
+        .clone()
+        .expect("clap requires an input or a command");
+    if input.is_dir() {
+        let analysis = match vac_analysis::load(&input, args.campaign.as_deref()) {
+            Ok(analysis) => analysis,
+            Err(error) if error.is_broken() => {
+                println!("{error}");
+                return Ok(Exit::Broken.into());
+            }
+            Err(error @ (AnalysisError::NotReceipts(_) | AnalysisError::Empty(_))) => {
+                return usage(error.to_string());
+            }
+            Err(error) => {
+                eprintln!("vac: {error}");
+                return Ok(Exit::CouldNotRun.into());
+            }
+        };
+        if args.contract.is_some() {
+            return usage("--contract: receipts are read under the contract they recorded".into());
+        }
+        let (predictions, comparison) = match &args.import {
+            None => (
+                analysis.findings.iter().map(Into::into).collect(),
+                analysis.comparison.clone(),
+            ),
+            Some(path) => {
+                let name = path.display().to_string();
+                let text =
+                    std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
+                match compare::import(&name, &text, &analysis.map) {
+                    Ok(predictions) => {
+                        let comparison = compare::compare(&analysis.map, &predictions, &name);
+                        (predictions, comparison)
+                    }
+                    Err(error) => return usage(error.to_string()),
+                }
+            }
+        };
+        if args.sarif {
+            if args.import.is_some() {
+                return usage("--sarif writes vac's own findings; drop --import".into());
+            }
+            let root = if input.is_relative() {
+                input.to_string_lossy().into_owned()
+            } else {
+                String::new()
+            };
+            let places = vac_analysis::sarif::manifest_locations(&analysis.rows, &root);
+            let locate = |f: &scan::Finding| {
+                places
+                    .iter()
+                    .find(|(server, _, _)| *server == f.server)
+                    .map(|(_, uri, line)| (uri.clone(), *line))
+            };
+            let log = vac_analysis::sarif::static_sarif(
+                &analysis.findings,
+                &analysis.map.campaign,
+                version,
+                &locate,
+            );
+            println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
+        } else {
+            print_static(
+                &predictions,
+                &analysis.findings,
+                Some(&comparison),
+                args.json,
+            );
+        }
+        return Ok(Exit::Clean.into());
+    }
+    if args.import.is_some() {
+        return usage("--import compares with dynamic verdicts: give a receipt directory".into());
+    }
+    let name = input.display().to_string();
+    if input.extension().is_some_and(|e| e == "toml") {
+        return usage(format!(
+            "{name}: campaign files are read by `vac campaign`, which is not built yet; give the \
+             campaign's receipt directory, a tools/list JSON file or -- CMD"
+        ));
+    }
+    let text = match std::fs::read_to_string(&input) {
+        Ok(text) => text,
+        Err(error) => return usage(format!("{name}: cannot read: {error}")),
+    };
+    let document: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(document) => document,
+        Err(error) => return usage(format!("{name}: not JSON: {error}")),
+    };
+    let tools = match scan::tools_of(&document) {
+        Ok(tools) => tools,
+        Err(error) => return usage(format!("{name}: {error}")),
+    };
+    let server = input
+        .file_stem()
+        .map_or_else(|| name.clone(), |s| s.to_string_lossy().into_owned());
+    Ok(manifest(server, tools, Some((name, text.clone()))))
+}
+
+/// Prints the findings (and the comparison) as JSON or as the terminal table.
+fn print_static(
+    predictions: &[vac_analysis::compare::Prediction],
+    findings: &[vac_analysis::scan::Finding],
+    comparison: Option<&vac_analysis::compare::Comparison>,
+    json: bool,
+) {
+    if json {
+        // vac's own findings keep their rule names and evidence; imported ones their shape.
+        let own = comparison.is_none_or(|c| c.analyser == vac_analysis::STATIC_ANALYSER);
+        let list: Vec<serde_json::Value> = if own {
+            findings.iter().map(|f| f.to_json()).collect()
+        } else {
+            predictions.iter().map(|p| p.to_json()).collect()
+        };
+        let mut doc = serde_json::json!({"findings": list});
+        if let Some(c) = comparison {
+            doc["comparison"] = c.to_json();
+        }
+        println!("{doc}");
+    } else {
+        print!("{}", report::static_table(predictions, comparison, width()));
+    }
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {

@@ -266,3 +266,113 @@ fn one_line(cell: &Value) -> String {
 fn short(hash: &str) -> &str {
     &hash[..hash.len().min(16)]
 }
+
+/// The terminal view of `vac static`: the findings, one line each, then — when there are
+/// dynamic verdicts to compare with — the matrix and the disagreements both ways.
+pub fn static_table(
+    findings: &[vac_analysis::compare::Prediction],
+    comparison: Option<&vac_analysis::compare::Comparison>,
+    width: usize,
+) -> String {
+    use vac_analysis::render::{ratio_text, symbol};
+    let mut out = String::new();
+    let line = |out: &mut String, text: String| {
+        let _ = writeln!(out, "{}", cut(&text, width));
+    };
+    let mut servers: Vec<&str> = Vec::new();
+    for f in findings {
+        if !servers.contains(&f.server.as_str()) {
+            servers.push(&f.server);
+        }
+    }
+    line(
+        &mut out,
+        format!(
+            "== static findings: {} on {} server{} ==",
+            findings.len(),
+            servers.len(),
+            if servers.len() == 1 { "" } else { "s" }
+        ),
+    );
+    for server in servers {
+        line(&mut out, format!("{server}:"));
+        for f in findings.iter().filter(|f| f.server == server) {
+            line(
+                &mut out,
+                format!(
+                    "  {:<9} {:<7} {:<22} {}",
+                    f.rule, f.severity, f.tool, f.message
+                ),
+            );
+        }
+    }
+    let Some(c) = comparison else {
+        return out;
+    };
+    line(
+        &mut out,
+        format!(
+            "== static vs dynamic: {} against the verdicts ==",
+            c.analyser
+        ),
+    );
+    line(
+        &mut out,
+        format!(
+            "  {:<20} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>6}",
+            "class", "TP", "FP", "FN", "TN", "untested+", "untested-", "precision", "recall"
+        ),
+    );
+    for r in &c.rows {
+        line(
+            &mut out,
+            format!(
+                "  {:<20} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>6}",
+                r.class,
+                r.true_positive,
+                r.false_positive,
+                r.false_negative,
+                r.true_negative,
+                r.untested_predicted,
+                r.untested_unpredicted,
+                ratio_text(r.precision()),
+                ratio_text(r.recall())
+            ),
+        );
+    }
+    for (title, list) in [
+        ("declaration gaps (static said no, confirmed)", &c.gaps),
+        (
+            "over-approximations (static said yes, refuted)",
+            &c.over_approximations,
+        ),
+    ] {
+        line(&mut out, format!("{title}: {}", list.len()));
+        for d in list {
+            line(
+                &mut out,
+                format!(
+                    "  {} {} × {} on {}: {} [{}]",
+                    symbol(&d.verdict),
+                    d.tool,
+                    d.class,
+                    d.server,
+                    d.reason,
+                    if d.rules.is_empty() {
+                        "no rule fired".to_owned()
+                    } else {
+                        d.rules.join(", ")
+                    }
+                ),
+            );
+        }
+    }
+    line(
+        &mut out,
+        format!(
+            "predictions not tested (skipped or errored cells): {}",
+            c.untested.len()
+        ),
+    );
+    out
+}

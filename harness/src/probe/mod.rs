@@ -385,6 +385,29 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
     Ok(render(&derive(&decls), &server_identity(&control)))
 }
 
+/// The target's tools/list, every page, from a control run alone (no tool is called): what
+/// `vac static -- CMD` reads. Entries are returned as the server sent them.
+pub async fn control_manifest(
+    options: &ProbeOptions,
+) -> Result<Vec<serde_json::Value>, ProbeError> {
+    let planted = plants::plant(&nonce()?);
+    let server = server(options, &planted)?;
+    let control = control_run(&server, options).await?;
+    if let Some(failure) = control.failure {
+        return Err(ProbeError::NoManifest {
+            detail: failure.detail,
+        });
+    }
+    control
+        .tools
+        .as_ref()
+        .and_then(|t| t.raw.as_array())
+        .cloned()
+        .ok_or_else(|| ProbeError::NoManifest {
+            detail: "the server returned no tools/list".into(),
+        })
+}
+
 /// Handshake and tools/list, no call: the server's background and its manifest.
 async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
     Ok(run::execute(
