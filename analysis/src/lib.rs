@@ -5,6 +5,9 @@
 //! [`Rows`]; [`tables::table`] turns them into polars tables (`TABLES.md`); [`map::build`]
 //! folds the verdicts into the server × tool × clause map; [`render::render`] writes it
 //! as HTML (with an SVG heat map), Markdown, JSON, CSV, Parquet and SARIF 2.1.0.
+//! [`scan`] is the static analyser of manifests (`RULES.md`), and [`compare`] sets any
+//! static analyser's predictions against the map: the static-vs-dynamic comparison, which
+//! the map carries too.
 //!
 //! The same receipts give byte-identical outputs: rows keep log order, maps keep
 //! first-seen order, nothing reads a clock, and Parquet is written with fixed settings.

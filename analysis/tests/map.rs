@@ -194,6 +194,7 @@ fn tables_are_the_ones_tables_md_documents() {
     let rows = vac_analysis::read(tmp.path()).unwrap();
     let names: Vec<String> = vac_analysis::tables::TABLES
         .iter()
+        .chain(&vac_analysis::tables::STATIC_TABLES)
         .map(|s| s.to_string())
         .collect();
     assert_eq!(
@@ -209,6 +210,18 @@ fn tables_are_the_ones_tables_md_documents() {
             .collect();
         assert_eq!(columns, documented[name], "table {name}");
         assert!(df.height() > 0, "table {name} is empty");
+    }
+    let analysis = load(tmp.path(), None).unwrap();
+    for name in vac_analysis::tables::STATIC_TABLES {
+        let df =
+            vac_analysis::tables::static_table(&analysis.findings, &analysis.comparison, name)
+                .unwrap();
+        let columns: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(columns, documented[name], "table {name}");
     }
 }
 
