@@ -469,6 +469,7 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
         }
         let classes: Vec<Clause> = kinds.iter().map(|(c, _)| *c).collect();
         let selects: Vec<&str> = kinds.iter().map(|(_, w)| *w).collect();
+        let nouns: Vec<&str> = classes.iter().map(|c| resource_noun(*c)).collect();
         let prefix = match scope {
             Scope::Prefix(paths) if classes.contains(&FsRead) => Some(paths),
             _ => None,
@@ -478,14 +479,14 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
                 "argument `{}` is an open {} that selects a {} under the prefix scope {}: containment rests on the server's resolver",
                 argument.name,
                 argument.types,
-                selects.join(", "),
+                nouns.join(" and a "),
                 paths.join(", ")
             ),
             None => format!(
                 "argument `{}` is an open {} that selects a {}",
                 argument.name,
                 argument.types,
-                selects.join(", ")
+                nouns.join(" and a ")
             ),
         };
         let severity = match prefix {
@@ -581,11 +582,14 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
     if read_only == Some(true) {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
         let mut said: Vec<(&str, String)> = Vec::new();
-        for (pointer, text) in [("/name", name), ("/description", description)] {
-            for verb in write_verbs(text) {
-                if !said.iter().any(|(_, v)| *v == verb) {
-                    said.push((pointer, verb));
-                }
+        let named = name_verb(name).map(|verb| ("/name", verb));
+        for (pointer, verb) in named.into_iter().chain(
+            write_verbs(description)
+                .into_iter()
+                .map(|verb| ("/description", verb)),
+        ) {
+            if !said.iter().any(|(_, v)| *v == verb) {
+                said.push((pointer, verb));
             }
         }
         if !said.is_empty() {
@@ -696,6 +700,16 @@ const RESOURCE_WORDS: [(Clause, &[&str]); 3] = [
         ],
     ),
 ];
+
+/// What a resource of the clause is called in a finding's message.
+fn resource_noun(class: Clause) -> &'static str {
+    match class {
+        Clause::FsRead => "path",
+        Clause::NetEgress => "URL, host or datastore",
+        Clause::Exec => "program or command",
+        _ => "resource",
+    }
+}
 
 /// Words beyond [`RESOURCE_WORDS`] that make an enum argument a selector (S008).
 const SELECTOR_WORDS: [&str; 10] = [
@@ -918,22 +932,40 @@ const WRITE_VERBS: [&str; 40] = [
 /// Words that, just before a verb, say it is not done ("without modifying").
 const NEGATIONS: [&str; 7] = ["not", "never", "without", "no", "nor", "doesn", "don"];
 
-/// The write verbs of `text` that are not negated, each once, in order.
+/// Words after which a write verb is a verb of the tool ("Reads a file and appends…").
+const LEADS: [&str; 10] = [
+    "and", "then", "or", "also", "to", "will", "may", "can", "it", "which",
+];
+
+/// The write verbs of a description, each once, in order: a verb that opens a sentence
+/// or follows a conjunction or modal, and is not negated. A noun of the same spelling
+/// ("with progress updates") is not a verb of the tool.
 fn write_verbs(text: &str) -> Vec<String> {
-    let words = words(text);
     let mut out: Vec<String> = Vec::new();
-    for (index, word) in words.iter().enumerate() {
-        if !WRITE_VERBS.contains(&word.as_str()) || out.contains(word) {
-            continue;
-        }
-        let negated = words[index.saturating_sub(3)..index]
-            .iter()
-            .any(|w| NEGATIONS.contains(&w.as_str()));
-        if !negated {
-            out.push(word.clone());
+    for sentence in text.split(['.', ';', ':', '!', '?', '\n']) {
+        let words = words(sentence);
+        for (index, word) in words.iter().enumerate() {
+            if !WRITE_VERBS.contains(&word.as_str()) || out.contains(word) {
+                continue;
+            }
+            let leads = index == 0 || LEADS.contains(&words[index - 1].as_str());
+            let negated = words[index.saturating_sub(3)..index]
+                .iter()
+                .any(|w| NEGATIONS.contains(&w.as_str()));
+            if leads && !negated {
+                out.push(word.clone());
+            }
         }
     }
     out
+}
+
+/// The write verb a tool's name opens with (`save_note`, `deleteFile`), if any.
+fn name_verb(name: &str) -> Option<String> {
+    words(name)
+        .into_iter()
+        .next()
+        .filter(|w| WRITE_VERBS.contains(&w.as_str()))
 }
 
 /// Names of secret stores, one word or two in a row.

@@ -213,9 +213,8 @@ fn tables_are_the_ones_tables_md_documents() {
     }
     let analysis = load(tmp.path(), None).unwrap();
     for name in vac_analysis::tables::STATIC_TABLES {
-        let df =
-            vac_analysis::tables::static_table(&analysis.findings, &analysis.comparison, name)
-                .unwrap();
+        let df = vac_analysis::tables::static_table(&analysis.findings, &analysis.comparison, name)
+            .unwrap();
         let columns: Vec<String> = df
             .get_column_names()
             .iter()

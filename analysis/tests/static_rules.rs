@@ -141,7 +141,10 @@ fn the_static_sarif_validates_and_each_finding_is_one_result_with_its_rule() {
         findings.extend(scan(&name, tools_of(&tools).unwrap(), &Scope::None));
     }
     let locate = |f: &vac_analysis::scan::Finding| {
-        Some((format!("analysis/tests/data/static/{}/tools.json", f.server), 1))
+        Some((
+            format!("analysis/tests/data/static/{}/tools.json", f.server),
+            1,
+        ))
     };
     let log = vac_analysis::sarif::static_sarif(&findings, "cases", "0.1.0", &locate);
     let schema: Value = serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).unwrap();
