@@ -262,6 +262,28 @@ fn a_third_party_http_server_is_audited_in_the_sandbox() {
     assert_eq!(cell(&probe.json, "echo", "fs.write")["verdict"], "refuted");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
+    // Its description names the environment, so the static rules predict the leak
+    // (VAC-S012): a true positive of result.secrets, not a declaration gap.
+    let output = common::vac(&["static", "--json", probe.receipts.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["tool"] == "get-env" && f["rule"] == "VAC-S012"),
+        "{doc:#}"
+    );
+    let secrets = doc["comparison"]["matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["class"] == "result.secrets")
+        .cloned()
+        .unwrap();
+    assert_eq!(secrets["true_positive"], 1, "{secrets}");
+    assert_eq!(secrets["false_negative"], 0, "{secrets}");
 }
 
 /// How a broken endpoint answers each POST.

@@ -348,6 +348,34 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     assert!(false_alarms.is_empty(), "{false_alarms:?}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
+
+    // Static against dynamic on its recorded manifest: the path tools are flagged for
+    // fs.read (open path arguments) and were seen to read nothing they may not — over-
+    // approximations — and every tool × class is counted once.
+    let output = common::vac(&["static", "--json", probe.receipts.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let comparison = &doc["comparison"];
+    let over = comparison["over_approximations"].as_array().unwrap();
+    assert!(
+        over.iter()
+            .any(|o| o["tool"] == "read_text_file" && o["class"] == "fs.read"),
+        "{comparison:#}"
+    );
+    for row in comparison["matrix"].as_array().unwrap() {
+        let counted: u64 = [
+            "true_positive",
+            "false_positive",
+            "false_negative",
+            "true_negative",
+            "untested_predicted",
+            "untested_unpredicted",
+        ]
+        .iter()
+        .map(|k| row[k].as_u64().unwrap())
+        .sum();
+        assert_eq!(counted as usize, tools.len(), "{row}");
+    }
 }
 
 /// The same server given what its README gives it: its allowed directory as `{work}` on the
