@@ -62,8 +62,25 @@ impl AnalysisError {
 /// The probe directories under `root`: `root` itself when it holds a log, else each
 /// directory directly under it that does, in name order.
 pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
+    Ok(listed_probes(root)?
+        .into_iter()
+        .map(|(dir, _)| dir)
+        .collect())
+}
+
+/// The probe directories under `root` and, for a campaign log's members, the head each
+/// must have: a campaign log (`campaign_start.config.campaign`) lists its probes in
+/// `member` records, and exactly those are read — the sealed ones; a member that left no
+/// sealed log (it failed or timed out) has no verdicts to read.
+fn listed_probes(root: &Path) -> Result<Vec<(PathBuf, Option<String>)>, AnalysisError> {
     if root.join(vac_receipts::LOG_FILE).is_file() {
-        return Ok(vec![root.to_path_buf()]);
+        return match campaign_members(root)? {
+            Some(members) => Ok(members
+                .into_iter()
+                .map(|(dir, head)| (dir, Some(head)))
+                .collect()),
+            None => Ok(vec![(root.to_path_buf(), None)]),
+        };
     }
     let listing = std::fs::read_dir(root).map_err(|source| AnalysisError::Io {
         path: root.to_path_buf(),
@@ -84,7 +101,37 @@ pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
         return Err(AnalysisError::NotReceipts(root.to_path_buf()));
     }
     dirs.sort();
-    Ok(dirs)
+    Ok(dirs.into_iter().map(|dir| (dir, None)).collect())
+}
+
+/// The sealed probes a campaign log at `root` lists, with their heads; `None` when the
+/// log is a probe's. The campaign's own chain must verify and be sealed.
+fn campaign_members(root: &Path) -> Result<Option<Vec<(PathBuf, String)>>, AnalysisError> {
+    let mut campaign = false;
+    let mut members = Vec::new();
+    let options = VerifyOptions {
+        require_seal: true,
+        ..VerifyOptions::default()
+    };
+    let verified = vac_receipts::verify_each(root, &options, |entry| match entry.record.body {
+        Body::CampaignStart(start) => campaign = start.config.get("campaign").is_some(),
+        Body::Member(member) if member.role == "probe" => {
+            if let Some(head) = member.head {
+                members.push((root.join(&member.dir), head));
+            }
+        }
+        _ => {}
+    });
+    match verified {
+        Ok(_) if campaign => Ok(Some(members)),
+        // A probe's log: read (and verified) as a probe.
+        Ok(_) => Ok(None),
+        Err(_) if !campaign => Ok(None),
+        Err(source) => Err(AnalysisError::Broken {
+            dir: root.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Reads every probe under `root` (see [`probe_dirs`]), verifying each sealed chain.
@@ -92,7 +139,8 @@ pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
 /// Probes are read in parallel (one thread per core); rows keep directory order, and the
 /// error reported is the first in directory order, whatever finished first.
 pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
-    let dirs = probe_dirs(root)?;
+    let listed = listed_probes(root)?;
+    let dirs: Vec<PathBuf> = listed.iter().map(|(dir, _)| dir.clone()).collect();
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(dirs.len())
@@ -112,7 +160,20 @@ pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
                         }
                         _ => String::new(),
                     };
-                    let read = read_probe(dir, name);
+                    let read = read_probe(dir, name).and_then(|rows| {
+                        match (&listed[i].1, rows.probes.first()) {
+                            (Some(listed), Some(probe)) if *listed != probe.head => {
+                                Err(AnalysisError::Incomplete {
+                                    dir: dir.clone(),
+                                    detail: format!(
+                                        "its head is {}, but the campaign log lists {listed}",
+                                        probe.head
+                                    ),
+                                })
+                            }
+                            _ => Ok(rows),
+                        }
+                    });
                     let failed = read.is_err();
                     done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(read);
                     if failed {
@@ -286,6 +347,8 @@ impl ProbeReader {
                     detail: test.detail.clone(),
                 });
             }
+            // A probe's log lists no members (a campaign's is read by `campaign_members`).
+            Body::Member(_) => {}
             Body::Event(event) => {
                 let (run_id, role) = self.run_ids(&event.run_id);
                 if let Some(run) = self.run_mut(&run_id) {

@@ -1,8 +1,29 @@
 //! `vac-harness` wires the sandbox, the MCP client, contracts and receipts into the `vac`
-//! command line: [`probe::probe`] audits one server and [`report`] renders the result.
+//! command line: [`probe::probe`] audits one server, [`campaign`] runs many, and [`report`]
+//! renders the result.
 
+pub mod campaign;
 pub mod client;
 pub mod exit;
 pub mod fixture;
 pub mod probe;
 pub mod report;
+
+/// `PORT` or `PORT/PATH` of a server that serves Streamable HTTP in the sandbox (`--http`,
+/// a campaign target's `http`): the path defaults to `/mcp`; the sinkhole's ports are
+/// refused.
+pub fn http_port(text: &str) -> Result<(u16, String), String> {
+    let (port, path) = match text.split_once('/') {
+        Some((port, path)) => (port, format!("/{path}")),
+        None => (text, fixture::HTTP_PATH.to_string()),
+    };
+    let port = port
+        .parse::<u16>()
+        .map_err(|e| format!("bad port {port:?}: {e}"))?;
+    if vac_sandbox::DEFAULT_PORTS.contains(&port) {
+        return Err(format!(
+            "port {port} is one the sandbox's sinkhole listens on; serve on another port"
+        ));
+    }
+    Ok((port, path))
+}

@@ -47,6 +47,9 @@ enum Command {
     /// predict what each tool may do; given receipts, set against what the tools did:
     /// `vac static FILE.json | RECEIPT-DIR [--import FINDINGS] | -- CMD ARGS…`.
     Static(StaticArgs),
+    /// Run a campaign file: many targets, repetitions, shards (`harness/CAMPAIGNS.md`).
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
     /// Work with effect contracts.
     #[command(subcommand)]
     Contract(ContractCommand),
@@ -105,19 +108,7 @@ struct ProbeArgs {
 
 /// `PORT` or `PORT/PATH`.
 fn parse_http(text: &str) -> Result<(u16, String), String> {
-    let (port, path) = match text.split_once('/') {
-        Some((port, path)) => (port, format!("/{path}")),
-        None => (text, fixture::HTTP_PATH.to_string()),
-    };
-    let port = port
-        .parse::<u16>()
-        .map_err(|e| format!("bad port {port:?}: {e}"))?;
-    if vac_sandbox::DEFAULT_PORTS.contains(&port) {
-        return Err(format!(
-            "port {port} is one the sandbox's sinkhole listens on; serve on another port"
-        ));
-    }
-    Ok((port, path))
+    vac_harness::http_port(text)
 }
 
 #[derive(Args)]
@@ -145,6 +136,52 @@ struct ReportArgs {
 
 fn parse_format(text: &str) -> Result<vac_analysis::Format, String> {
     text.parse()
+}
+
+#[derive(Subcommand)]
+enum CampaignCommand {
+    /// Run every target × repetition of a campaign file into its `out` directory (one shard
+    /// of it with `--shard`, or the shard a Kubernetes Indexed Job or Slurm array assigns).
+    Run(CampaignRunArgs),
+    /// Continue a campaign directory after a crash: done probes are kept, the rest run.
+    Resume(CampaignResumeArgs),
+    /// Check and join the shard directories of one campaign into OUT.
+    Merge(CampaignMergeArgs),
+    /// Check a campaign file and print its plan (this shard's targets) without running.
+    Check(CampaignRunArgs),
+}
+
+#[derive(Args)]
+struct CampaignRunArgs {
+    /// The campaign file (TOML).
+    file: PathBuf,
+    /// Run shard K of N (0-based): the targets whose id hashes to K modulo N.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// The shard count when a Kubernetes Indexed Job's JOB_COMPLETION_INDEX picks the
+    /// shard (else VAC_SHARDS).
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct CampaignResumeArgs {
+    /// The campaign directory.
+    dir: PathBuf,
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct CampaignMergeArgs {
+    /// The merged campaign directory to write.
+    out: PathBuf,
+    /// The shards' campaign directories.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -244,6 +281,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => run_verify(args),
         Command::Report(args) => run_report(args),
         Command::Static(args) => run_static(args),
+        Command::Campaign(command) => run_campaign(command),
         Command::Contract(ContractCommand::Derive(args)) => run_derive(args),
         Command::Demo(args) => run_demo(args),
         Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
@@ -514,8 +552,97 @@ fn print_static(
     }
 }
 
+/// `vac campaign run|resume|merge|check`.
+fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
+    use vac_harness::campaign::{self, Campaign, Progress, RunError, Shard};
+    let progress = |quiet: bool| match quiet {
+        true => Progress::Quiet,
+        false => Progress::Lines,
+    };
+    let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, String> {
+        match &args.shard {
+            Some(text) => Shard::parse(text).map(Some),
+            None => Shard::from_env(&|name| std::env::var(name).ok(), args.shards),
+        }
+    };
+    let load = |args: &CampaignRunArgs| -> Result<(Campaign, Option<Shard>), String> {
+        let campaign = Campaign::load(&args.file).map_err(|e| e.to_string())?;
+        let shard = shard_of(args)?;
+        Ok((campaign, shard))
+    };
+    let outcome = match command {
+        CampaignCommand::Check(args) => {
+            let (campaign, shard) = match load(&args) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            println!(
+                "{}: campaign {:?}, {} targets × {} repetitions, {} jobs, into {}",
+                args.file.display(),
+                campaign.name,
+                campaign.targets.len(),
+                campaign.repetitions,
+                campaign.jobs,
+                campaign::out_dir(&campaign, shard).display()
+            );
+            for target in &campaign.targets {
+                let mine = shard.is_none_or(|s| s.holds(&target.id));
+                println!("  {} {}", if mine { "run " } else { "skip" }, target.id);
+            }
+            return Ok(Exit::Clean.into());
+        }
+        CampaignCommand::Run(args) => {
+            let (campaign, shard) = match load(&args) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            runtime()?.block_on(campaign::run(&campaign, shard, progress(args.quiet)))
+        }
+        CampaignCommand::Resume(args) => {
+            runtime()?.block_on(campaign::resume(&args.dir, progress(args.quiet)))
+        }
+        CampaignCommand::Merge(args) => campaign::merge(&args.out, &args.shards),
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(
+            error @ (RunError::Exists(_)
+            | RunError::Merge(_)
+            | RunError::Campaign(_)
+            | RunError::NotCampaign { .. }),
+        ) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::Usage.into());
+        }
+        Err(error) => return Err(anyhow::Error::new(error).context("campaign failed")),
+    };
+    if let Some(cut) = &outcome.cut {
+        eprintln!("vac: resumed after cutting the log's torn tail: {cut}");
+    }
+    if outcome.kept > 0 {
+        eprintln!("vac: kept {} finished probes", outcome.kept);
+    }
+    match vac_analysis::load(&outcome.dir, None) {
+        Ok(analysis) => print!("{}", report::map_summary(&analysis.map, false, width())),
+        Err(error) => eprintln!("vac: {error}"),
+    }
+    println!(
+        "campaign: {} ({} probes)",
+        outcome.dir.display(),
+        outcome.members.len()
+    );
+    Ok(outcome.exit().into())
+}
+
 fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let single = args.dir.join(vac_receipts::LOG_FILE).is_file();
+    let single = args.dir.join(vac_receipts::LOG_FILE).is_file()
+        && !vac_harness::campaign::is_campaign(&args.dir);
     let mut exit = Exit::Clean;
     if single {
         match vac_harness::probe::report(&args.dir) {
@@ -675,18 +802,81 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
 /// The chain and blobs, then every verdict record re-derived from the recorded evidence.
 fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    if vac_harness::campaign::is_campaign(&args.dir) {
+        return verify_campaign(&args.dir);
+    }
+    Ok(verify_probe(&args.dir).into())
+}
+
+/// A campaign directory: its own chain, then every probe it lists — each probe's chain,
+/// its head against the one recorded, and its verdicts re-graded.
+fn verify_campaign(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let members = match vac_harness::campaign::members(dir) {
+        Ok(members) => members,
+        Err(error) => {
+            println!("{error}");
+            return Ok(Exit::Broken.into());
+        }
+    };
+    let mut worst = Exit::Clean;
+    let mut probes = 0;
+    for member in members.iter().filter(|m| m.role == "probe") {
+        let Some(head) = &member.head else {
+            println!(
+                "{}: {} rep {}: no sealed log ({}): {}",
+                dir.display(),
+                member.target,
+                member.repetition,
+                member.status,
+                member.detail
+            );
+            continue;
+        };
+        let path = dir.join(&member.dir);
+        match vac_receipts::verify(&path, &vac_receipts::VerifyOptions::default()) {
+            Ok(report) if report.head.to_string() == *head => {}
+            Ok(report) => {
+                println!(
+                    "{}: BROKEN: its head is {}, the campaign log lists {head}",
+                    path.display(),
+                    report.head
+                );
+                worst = Exit::Broken;
+                continue;
+            }
+            Err(_) => {}
+        }
+        probes += 1;
+        if verify_probe(&path) != Exit::Clean {
+            worst = Exit::Broken;
+        }
+    }
+    if worst == Exit::Clean {
+        println!(
+            "{}: campaign chain verifies; {probes} probes verify and re-grade, each with the head the chain lists",
+            dir.display()
+        );
+    }
+    Ok(worst.into())
+}
+
+/// One probe's chain and blobs, then every verdict record re-derived from its evidence.
+fn verify_probe(dir_path: &std::path::Path) -> Exit {
+    let args = VerifyArgs {
+        dir: dir_path.to_path_buf(),
+    };
     let dir = args.dir.display();
     let chain = match vac_receipts::verify(&args.dir, &vac_receipts::VerifyOptions::default()) {
         Ok(report) => report,
         Err(error) => {
             println!("{dir}: BROKEN: {error}");
-            return Ok(Exit::Broken.into());
+            return Exit::Broken;
         }
     };
     match vac_harness::probe::check_verdicts(&args.dir) {
         Ok(mismatches) if mismatches.is_empty() => {
             println!("{dir}: {chain}; every verdict re-graded from the recorded evidence");
-            Ok(Exit::Clean.into())
+            Exit::Clean
         }
         Ok(mismatches) => {
             for m in &mismatches {
@@ -698,11 +888,11 @@ fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     m.tool, m.clause, m.detail
                 );
             }
-            Ok(Exit::Broken.into())
+            Exit::Broken
         }
         Err(error) => {
             println!("{dir}: BROKEN: {:#}", anyhow::Error::new(error));
-            Ok(Exit::Broken.into())
+            Exit::Broken
         }
     }
 }

@@ -158,6 +158,33 @@ pub struct Plan {
     pub plan: Value,
 }
 
+/// A sealed receipt directory this log includes: one probe of a campaign (a target ×
+/// repetition) or one shard of a merged campaign. `head` is the hash of that log's last
+/// record (its seal), so the including chain vouches for the included one byte for byte.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    /// The directory, relative to this log's directory (`/`-separated).
+    pub dir: String,
+    /// `probe` or `shard`.
+    pub role: String,
+    /// The campaign target's id (a probe), or `shard K/N` (a shard).
+    pub target: String,
+    /// 1-based, for a probe; 0 for a shard.
+    pub repetition: u32,
+    /// The included log's head, hex; `None` when it left no sealed log.
+    #[serde(default)]
+    pub head: Option<String>,
+    pub records: u64,
+    /// How the member ended: `completed`, `failed` (no verdicts: the detail says why) or
+    /// `timed_out` (its wall-time budget ran out).
+    pub status: String,
+    /// The exit code the member would have had on its own.
+    pub exit: u8,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
 /// One observation of a run, as its sensor or the client made it: a typed event whose
 /// vocabulary is the writer's (`type` names it), with the bytes it refers to as payloads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

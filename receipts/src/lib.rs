@@ -36,8 +36,8 @@ mod writer;
 
 pub use blob::{BlobError, BlobStore};
 pub use body::{
-    CampaignStart, Contract, Direction, Effect, Event, Frame, Host, Plan, Role, RunEnd, RunStart,
-    RunStatus, SandboxConfig, Seal, SelfTest, SensorStatus, Verdict, VerdictKind,
+    CampaignStart, Contract, Direction, Effect, Event, Frame, Host, Member, Plan, Role, RunEnd,
+    RunStart, RunStatus, SandboxConfig, Seal, SelfTest, SensorStatus, Verdict, VerdictKind,
 };
 pub use chain::VerifyError;
 pub use digest::Digest;

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::body::{
-    CampaignStart, Contract, Effect, Event, Frame, Plan, RunEnd, RunStart, SandboxConfig, Seal,
-    SelfTest, Verdict,
+    CampaignStart, Contract, Effect, Event, Frame, Member, Plan, RunEnd, RunStart, SandboxConfig,
+    Seal, SelfTest, Verdict,
 };
 use crate::digest::Digest;
 use crate::payload::Payload;
@@ -53,9 +53,10 @@ pub enum Kind {
     Seal,
     Plan,
     Event,
+    Member,
 }
 
-const KINDS: [(Kind, &str); 12] = [
+const KINDS: [(Kind, &str); 13] = [
     (Kind::CampaignStart, "campaign_start"),
     (Kind::Contract, "contract"),
     (Kind::RunStart, "run_start"),
@@ -68,6 +69,7 @@ const KINDS: [(Kind, &str); 12] = [
     (Kind::Seal, "seal"),
     (Kind::Plan, "plan"),
     (Kind::Event, "event"),
+    (Kind::Member, "member"),
 ];
 
 impl Kind {
@@ -103,6 +105,7 @@ pub enum Body {
     Seal(Seal),
     Plan(Plan),
     Event(Event),
+    Member(Member),
 }
 
 impl Body {
@@ -121,6 +124,7 @@ impl Body {
             Body::Seal(_) => Kind::Seal,
             Body::Plan(_) => Kind::Plan,
             Body::Event(_) => Kind::Event,
+            Body::Member(_) => Kind::Member,
         }
     }
 
@@ -171,6 +175,7 @@ impl Body {
             Body::Seal(b) => s.serialize_field("body", b),
             Body::Plan(b) => s.serialize_field("body", b),
             Body::Event(b) => s.serialize_field("body", b),
+            Body::Member(b) => s.serialize_field("body", b),
         }
     }
 
@@ -193,6 +198,7 @@ impl Body {
             Body::Seal(b) => writes_as(b, bytes),
             Body::Plan(b) => writes_as(b, bytes),
             Body::Event(b) => writes_as(b, bytes),
+            Body::Member(b) => writes_as(b, bytes),
         }
     }
 
@@ -210,6 +216,7 @@ impl Body {
             Kind::Seal => Body::Seal(serde_json::from_str(text)?),
             Kind::Plan => Body::Plan(serde_json::from_str(text)?),
             Kind::Event => Body::Event(serde_json::from_str(text)?),
+            Kind::Member => Body::Member(serde_json::from_str(text)?),
         })
     }
 }

@@ -250,7 +250,8 @@ impl ReceiptWriter {
                 self.open_run = None;
                 self.sync()?;
             }
-            Body::CampaignStart(_) | Body::Contract(_) => self.sync()?,
+            // A member record says a whole probe is done: it must outlive a crash.
+            Body::CampaignStart(_) | Body::Contract(_) | Body::Member(_) => self.sync()?,
             _ => {}
         }
         Ok(hash)

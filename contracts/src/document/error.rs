@@ -20,7 +20,7 @@ pub struct Location {
 
 impl Location {
     /// The position of byte `offset` of `text`.
-    pub(crate) fn at(source: &str, text: &str, offset: usize) -> Self {
+    pub fn at(source: &str, text: &str, offset: usize) -> Self {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {
             offset -= 1;

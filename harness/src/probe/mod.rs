@@ -33,6 +33,7 @@ use vac_sandbox::{Limits, Sandbox, SandboxError};
 
 pub use event::EventError;
 pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
+pub use record::campaign_start;
 pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use run::Quiet;
 pub use target::Target;

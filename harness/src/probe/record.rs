@@ -15,6 +15,29 @@ use super::plan::ProbePlan;
 use super::run::{self, Reading, RunOutput};
 use crate::client::Direction as FrameDirection;
 
+/// The first record of a log: this host, vac's version, the configuration (`config_bytes`
+/// hashed, `config` kept whole) and the seed.
+pub fn campaign_start(config_bytes: &str, seed: u64, config: Value) -> CampaignStart {
+    let uname = nix::sys::utsname::uname().ok();
+    let host = Host {
+        hostname: nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        kernel: uname
+            .as_ref()
+            .map(|u| u.release().to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        arch: std::env::consts::ARCH.to_string(),
+    };
+    CampaignStart {
+        vac_version: env!("CARGO_PKG_VERSION").to_string(),
+        host,
+        config_hash: Digest::of(config_bytes.as_bytes()),
+        seed,
+        config,
+    }
+}
+
 /// A receipt log being written for one probe.
 #[derive(Debug)]
 pub(crate) struct Recorder {
@@ -24,24 +47,7 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Creates `dir` and writes the campaign start (the configuration, its hash, the seed).
     pub(crate) fn create(dir: &Path, config: &Value, seed: u64) -> Result<Recorder, WriteError> {
-        let uname = nix::sys::utsname::uname().ok();
-        let host = Host {
-            hostname: nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            kernel: uname
-                .as_ref()
-                .map(|u| u.release().to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            arch: std::env::consts::ARCH.to_string(),
-        };
-        let start = CampaignStart {
-            vac_version: env!("CARGO_PKG_VERSION").to_string(),
-            host,
-            config_hash: Digest::of(config.to_string().as_bytes()),
-            seed,
-            config: config.clone(),
-        };
+        let start = campaign_start(&config.to_string(), seed, config.clone());
         let writer = ReceiptWriter::create(dir, WriterOptions::default(), start)?;
         Ok(Recorder { writer })
     }

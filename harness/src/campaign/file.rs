@@ -1,0 +1,439 @@
+//! Campaign files (`harness/CAMPAIGNS.md`, schema `harness/campaign.schema.json`): TOML
+//! text → [`Campaign`]. Every key is checked and every error names `file:line:col`; the
+//! whole file, its contracts and its plants' sources are checked before anything runs.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+use vac_contracts::{ContractDocument, Location};
+
+use crate::probe::inputs::{ArgHint, EnvVar, Inputs, Plant};
+
+/// A campaign, checked: what `vac campaign run` runs.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    /// The file as named.
+    pub file: PathBuf,
+    /// The file's bytes, recorded whole in the campaign's first record.
+    pub text: String,
+    pub name: String,
+    pub seed: u64,
+    pub repetitions: u32,
+    pub jobs: usize,
+    /// The receipt directory, resolved against the file's directory.
+    pub out: PathBuf,
+    pub budgets: Budgets,
+    /// In file order.
+    pub targets: Vec<CampaignTarget>,
+}
+
+/// What one probe may spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    /// Calls per tool at most (`vac probe --max-calls`).
+    pub calls_per_tool: usize,
+    /// Tools given a subject run per server at most (`--max-tools`).
+    pub tools_per_server: usize,
+    /// Seconds to wait for initialize and for each call (`--timeout`).
+    pub timeout_seconds: u64,
+    /// Seconds one target × repetition may take in all; past it the probe is stopped and
+    /// recorded `timed_out`.
+    pub wall_seconds_per_server: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            calls_per_tool: 6,
+            tools_per_server: 128,
+            timeout_seconds: 20,
+            wall_seconds_per_server: 1800,
+        }
+    }
+}
+
+/// One `[[target]]`.
+#[derive(Debug, Clone)]
+pub struct CampaignTarget {
+    pub id: String,
+    pub kind: TargetKind,
+    pub inputs: Inputs,
+    /// A contract document, read and parsed while checking the file.
+    pub contract: Option<(String, String)>,
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetKind {
+    /// `command`: stdio.
+    Stdio(Vec<OsString>),
+    /// `command` and `http = "PORT[/PATH]"`: Streamable HTTP served in the sandbox.
+    Http {
+        command: Vec<OsString>,
+        port: u16,
+        path: String,
+    },
+    /// `url`: a running remote server (protocol only).
+    Url(String),
+}
+
+/// A campaign file that cannot be run, named by where.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{at}: {message}")]
+    At { at: Location, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Spanned<String>,
+    #[serde(default)]
+    seed: Option<Spanned<u64>>,
+    #[serde(default)]
+    repetitions: Option<Spanned<i64>>,
+    #[serde(default)]
+    isolation: Option<Spanned<String>>,
+    #[serde(default)]
+    jobs: Option<Spanned<i64>>,
+    #[serde(default)]
+    out: Option<Spanned<String>>,
+    #[serde(default)]
+    budgets: Option<RawBudgets>,
+    #[serde(default)]
+    target: Vec<Spanned<RawTarget>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBudgets {
+    #[serde(default)]
+    calls_per_tool: Option<Spanned<i64>>,
+    #[serde(default)]
+    tools_per_server: Option<Spanned<i64>>,
+    #[serde(default)]
+    timeout_seconds: Option<Spanned<i64>>,
+    #[serde(default)]
+    wall_seconds_per_server: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    id: Spanned<String>,
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    http: Option<Spanned<String>>,
+    #[serde(default)]
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    env: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    plant: Vec<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<Spanned<String>>,
+    #[serde(default)]
+    uid: Option<Spanned<i64>>,
+    #[serde(default)]
+    contract: Option<Spanned<String>>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// The uid every sandboxed server runs as today (nobody).
+const SANDBOX_UID: i64 = 65534;
+
+impl Campaign {
+    /// Reads and checks the campaign file at `path`.
+    pub fn load(path: &Path) -> Result<Campaign, CampaignError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CampaignError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Campaign::parse(path, &text)
+    }
+
+    /// Checks campaign text as if it were the file at `path` (relative paths in it are
+    /// resolved against `path`'s directory; contracts and plants are read from there).
+    pub fn parse(path: &Path, text: &str) -> Result<Campaign, CampaignError> {
+        let source = path.display().to_string();
+        let at = |offset: usize| Location::at(&source, text, offset);
+        let error = |offset: usize, message: String| CampaignError::At {
+            at: at(offset),
+            message,
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            error(
+                e.span().map_or(0, |s| s.start),
+                e.message().lines().next().unwrap_or("").to_owned(),
+            )
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let relative = |p: &str| {
+            let p = Path::new(p);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                base.join(p)
+            }
+        };
+        let name = raw.name.get_ref().trim().to_owned();
+        if name.is_empty() {
+            return Err(error(raw.name.span().start, "`name` is empty".into()));
+        }
+        let count = |value: Option<Spanned<i64>>, key: &str, default: i64, max: i64| match value {
+            None => Ok(default),
+            Some(v) if (1..=max).contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(error(
+                v.span().start,
+                format!("`{key}` must be between 1 and {max}, not {}", v.get_ref()),
+            )),
+        };
+        let repetitions = count(raw.repetitions, "repetitions", 1, 1000)? as u32;
+        let jobs = count(raw.jobs, "jobs", 1, 64)? as usize;
+        if let Some(isolation) = &raw.isolation {
+            match isolation.get_ref().as_str() {
+                "per-tool" => {}
+                "per-call" => {
+                    return Err(error(
+                        isolation.span().start,
+                        "isolation \"per-call\" is not built yet: every tool gets its own sandbox (\"per-tool\")".into(),
+                    ));
+                }
+                other => {
+                    return Err(error(
+                        isolation.span().start,
+                        format!("unknown isolation {other:?} (expected \"per-tool\")"),
+                    ));
+                }
+            }
+        }
+        let mut budgets = Budgets::default();
+        if let Some(b) = raw.budgets {
+            let day = 86_400;
+            budgets.calls_per_tool = count(
+                b.calls_per_tool,
+                "calls_per_tool",
+                budgets.calls_per_tool as i64,
+                1000,
+            )? as usize;
+            budgets.tools_per_server = count(
+                b.tools_per_server,
+                "tools_per_server",
+                budgets.tools_per_server as i64,
+                100_000,
+            )? as usize;
+            budgets.timeout_seconds = count(
+                b.timeout_seconds,
+                "timeout_seconds",
+                budgets.timeout_seconds as i64,
+                day,
+            )? as u64;
+            budgets.wall_seconds_per_server = count(
+                b.wall_seconds_per_server,
+                "wall_seconds_per_server",
+                budgets.wall_seconds_per_server as i64,
+                7 * day,
+            )? as u64;
+        }
+        let out = relative(
+            raw.out
+                .as_ref()
+                .map_or(format!("runs/{name}"), |o| o.get_ref().clone())
+                .as_str(),
+        );
+        if raw.target.is_empty() {
+            return Err(error(
+                0,
+                "no [[target]]: a campaign needs at least one".into(),
+            ));
+        }
+        let mut targets: Vec<CampaignTarget> = Vec::new();
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for spanned in raw.target {
+            let table = spanned.span().start;
+            let t = spanned.into_inner();
+            let id = t.id.get_ref().clone();
+            let valid = !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && !id.starts_with('.');
+            if !valid {
+                return Err(error(
+                    t.id.span().start,
+                    format!(
+                        "target id {id:?} must be 1–128 letters, digits, '-', '_' or '.' (not leading)"
+                    ),
+                ));
+            }
+            if let Some(first) = seen.get(&id) {
+                return Err(error(
+                    t.id.span().start,
+                    format!(
+                        "duplicate target id {id:?} (first at line {})",
+                        at(*first).line
+                    ),
+                ));
+            }
+            seen.insert(id.clone(), t.id.span().start);
+            let command = match &t.command {
+                Some(c) if c.get_ref().is_empty() => {
+                    return Err(error(
+                        c.span().start,
+                        format!("target {id:?}: `command` is empty"),
+                    ));
+                }
+                Some(c) => Some(
+                    c.get_ref()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, arg)| program(i, arg, &base))
+                        .collect::<Vec<OsString>>(),
+                ),
+                None => None,
+            };
+            let kind = match (command, &t.http, &t.url) {
+                (Some(_), _, Some(url)) => {
+                    return Err(error(
+                        url.span().start,
+                        format!("target {id:?} has both `command` and `url`: give one"),
+                    ));
+                }
+                (None, Some(http), None) => {
+                    return Err(error(
+                        http.span().start,
+                        format!("target {id:?}: `http` needs the `command` that serves it"),
+                    ));
+                }
+                (None, _, Some(url)) => TargetKind::Url(url.get_ref().clone()),
+                (Some(command), None, None) => TargetKind::Stdio(command),
+                (Some(command), Some(http), None) => {
+                    let (port, path) = crate::http_port(http.get_ref()).map_err(|m| {
+                        error(http.span().start, format!("target {id:?}: http: {m}"))
+                    })?;
+                    TargetKind::Http {
+                        command,
+                        port,
+                        path,
+                    }
+                }
+                (None, None, None) => {
+                    return Err(error(
+                        table,
+                        format!(
+                            "target {id:?} has no `command` (stdio, or with `http`) and no `url`"
+                        ),
+                    ));
+                }
+            };
+            if let Some(uid) = &t.uid
+                && *uid.get_ref() != SANDBOX_UID
+            {
+                return Err(error(
+                    uid.span().start,
+                    format!(
+                        "target {id:?}: uid {} is not built yet: servers run as {SANDBOX_UID} (nobody)",
+                        uid.get_ref()
+                    ),
+                ));
+            }
+            let mut inputs = Inputs::default();
+            for (key, value) in &t.env {
+                let given = format!("{}={}", key.get_ref(), value.get_ref());
+                let parsed: EnvVar = given
+                    .parse()
+                    .map_err(|e| error(key.span().start, format!("target {id:?}: {e}")))?;
+                inputs.env.push(parsed);
+            }
+            for plant in &t.plant {
+                let mut parsed: Plant = plant
+                    .get_ref()
+                    .parse()
+                    .map_err(|e| error(plant.span().start, format!("target {id:?}: {e}")))?;
+                parsed.source = relative(&parsed.source.to_string_lossy());
+                if std::fs::symlink_metadata(&parsed.source).is_err() {
+                    return Err(error(
+                        plant.span().start,
+                        format!(
+                            "target {id:?}: plant source {} does not exist",
+                            parsed.source.display()
+                        ),
+                    ));
+                }
+                inputs.plants.push(parsed);
+            }
+            for arg in &t.args {
+                let parsed: ArgHint = arg
+                    .get_ref()
+                    .parse()
+                    .map_err(|e| error(arg.span().start, format!("target {id:?}: {e}")))?;
+                inputs.args.push(parsed);
+            }
+            let contract = match &t.contract {
+                None => None,
+                Some(c) => {
+                    let file = relative(c.get_ref());
+                    let name = file.display().to_string();
+                    let text = std::fs::read_to_string(&file).map_err(|e| {
+                        error(
+                            c.span().start,
+                            format!("target {id:?}: contract {name}: {e}"),
+                        )
+                    })?;
+                    ContractDocument::parse(&name, &text)
+                        .map_err(|e| error(c.span().start, format!("target {id:?}: {e}")))?;
+                    Some((name, text))
+                }
+            };
+            targets.push(CampaignTarget {
+                id,
+                kind,
+                inputs,
+                contract,
+                tags: t.tags,
+            });
+        }
+        Ok(Campaign {
+            file: path.to_path_buf(),
+            text: text.to_owned(),
+            name,
+            seed: raw.seed.map_or(0, |s| *s.get_ref()),
+            repetitions,
+            jobs,
+            out,
+            budgets,
+            targets,
+        })
+    }
+}
+
+/// A command's word: the program `vac` is this binary (so a campaign over the fixtures
+/// runs anywhere), a program with a `/` is relative to the campaign file, and every
+/// other word is left as written (a bare program is found on `PATH` in the sandbox).
+fn program(index: usize, word: &str, base: &Path) -> OsString {
+    if index > 0 {
+        return word.into();
+    }
+    if word == "vac"
+        && let Ok(me) = std::env::current_exe()
+    {
+        return me.into();
+    }
+    let path = Path::new(word);
+    if path.is_relative() && path.components().count() > 1 {
+        return base.join(path).into();
+    }
+    word.into()
+}

@@ -1,0 +1,764 @@
+//! Campaigns (SPEC §3.11, `harness/CAMPAIGNS.md`): many targets, each probed `repetitions`
+//! times, into one receipt directory whose own chain lists every probe by its head.
+//!
+//! A campaign directory holds one probe directory per target × repetition
+//! (`<id>/rep-<k>/`, each an ordinary sealed probe log) and, at the top, the campaign's
+//! `receipts.jsonl`: a `campaign_start` whose configuration carries the campaign file's
+//! text whole, then one `member` record per probe in plan order (target id, then
+//! repetition) — written, and synced, only once that probe is sealed — then the seal. So:
+//! - **resume** ([`resume`]) after a crash or `kill -9` cuts a torn tail back, keeps every
+//!   probe a member record vouches for, and runs only the rest again (a half-written probe
+//!   directory is removed first);
+//! - **shards** ([`Shard`]) split the targets by a stable hash of their id, each shard a
+//!   campaign directory of its own; [`merge`] checks they are one campaign's, cover every
+//!   target once, and writes a directory whose chain lists the shards' heads and every
+//!   probe's;
+//! - readers (`vac verify`, `vac report`, `vac static`, the analysis crate) read exactly the
+//!   members the chain lists and check each member's head against it.
+
+mod file;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use vac_receipts::{Body, Member, ReceiptWriter, WriterOptions};
+
+pub use file::{Budgets, Campaign, CampaignError, CampaignTarget, TargetKind};
+
+use crate::exit::Exit;
+use crate::probe::{ContractSource, ProbeOptions, Target};
+
+/// The key of a campaign log's configuration (`campaign_start.config.campaign`).
+pub const CONFIG_KEY: &str = "campaign";
+
+/// One shard of a campaign: the targets whose stable hash is `index` modulo `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// `K/N`, 0-based: `0/3`, `1/3`, `2/3`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("--shard {text:?}: expected K/N with 0 ≤ K < N (0-based)");
+        let (k, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            k.trim().parse::<u32>().map_err(|_| bad())?,
+            n.trim().parse::<u32>().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The shard a batch scheduler assigned, from its environment: a Kubernetes Indexed
+    /// Job's `JOB_COMPLETION_INDEX` with the count from `shards` or `VAC_SHARDS` (Kubernetes
+    /// gives no count), or a Slurm job array's `SLURM_ARRAY_TASK_ID` with
+    /// `SLURM_ARRAY_TASK_MIN`, `_STEP` (default 1) and `_COUNT`. `None` when neither is set.
+    pub fn from_env(
+        env: &dyn Fn(&str) -> Option<String>,
+        shards: Option<u32>,
+    ) -> Result<Option<Shard>, String> {
+        let number = |name: &str| -> Result<Option<u32>, String> {
+            match env(name) {
+                None => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse::<u32>()
+                    .map(Some)
+                    .map_err(|_| format!("{name}={v:?} is not a number")),
+            }
+        };
+        if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            let count = match shards {
+                Some(n) => n,
+                None => number("VAC_SHARDS")?.ok_or(
+                    "JOB_COMPLETION_INDEX is set but the shard count is not: give --shards N or VAC_SHARDS",
+                )?,
+            };
+            return Shard::parse(&format!("{index}/{count}")).map(Some);
+        }
+        if let Some(task) = number("SLURM_ARRAY_TASK_ID")? {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+            let count = number("SLURM_ARRAY_TASK_COUNT")?
+                .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
+            if task < min || (task - min) % step != 0 {
+                return Err(format!(
+                    "SLURM_ARRAY_TASK_ID={task} is not MIN {min} plus a multiple of STEP {step}"
+                ));
+            }
+            return Shard::parse(&format!("{}/{count}", (task - min) / step)).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Whether target `id` belongs to this shard: blake3 of the id, its first 8 bytes as a
+    /// little-endian integer, modulo the count. Stable across machines and vac versions.
+    pub fn holds(&self, id: &str) -> bool {
+        let hash = blake3::hash(id.as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash.as_bytes()[..8]);
+        u64::from_le_bytes(first) % u64::from(self.count) == u64::from(self.index)
+    }
+
+    /// The directory a shard writes under the campaign's `out`.
+    pub fn dir_name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+}
+
+/// How a campaign run went, member by member, in plan order.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub members: Vec<Member>,
+    /// Members a resume found done and kept.
+    pub kept: usize,
+    /// What a resume cut from the log's tail, if anything.
+    pub cut: Option<String>,
+}
+
+impl Outcome {
+    /// How a campaign exits: 1 if any probe confirmed a violation; else 5 if any probe
+    /// could not run, timed out or has an errored cell; else 0.
+    pub fn exit(&self) -> Exit {
+        if self
+            .members
+            .iter()
+            .any(|m| m.exit == Exit::Violation.code())
+        {
+            Exit::Violation
+        } else if self
+            .members
+            .iter()
+            .any(|m| m.status != "completed" || m.exit != Exit::Clean.code())
+        {
+            Exit::Incomplete
+        } else {
+            Exit::Clean
+        }
+    }
+}
+
+/// Why a campaign could not run (bad campaign files are [`CampaignError`]s, before this).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{}: a campaign log is already there: resume it with `vac campaign resume {}`", .0.display(), .0.display())]
+    Exists(PathBuf),
+    #[error("{}: cannot write the campaign log", dir.display())]
+    Receipts {
+        dir: PathBuf,
+        #[source]
+        source: vac_receipts::WriteError,
+    },
+    #[error("{}: not a campaign log: {detail}", dir.display())]
+    NotCampaign { dir: PathBuf, detail: String },
+    #[error("{}: {detail}", dir.display())]
+    Io { dir: PathBuf, detail: String },
+    #[error(transparent)]
+    Campaign(#[from] CampaignError),
+    #[error("merge refused: {0}")]
+    Merge(String),
+}
+
+/// Progress lines on stderr, one per finished probe, unless quiet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Quiet,
+    Lines,
+}
+
+/// One planned probe: a target (by index into the campaign's) and a 1-based repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Planned {
+    target: usize,
+    repetition: u32,
+}
+
+/// Every target × repetition of `shard` (all without one), by target id, then repetition:
+/// the order of the member records, whatever order the probes finish in.
+fn plan(campaign: &Campaign, shard: Option<Shard>) -> Vec<Planned> {
+    let mut targets: Vec<usize> = (0..campaign.targets.len())
+        .filter(|&i| shard.is_none_or(|s| s.holds(&campaign.targets[i].id)))
+        .collect();
+    targets.sort_by(|&a, &b| campaign.targets[a].id.cmp(&campaign.targets[b].id));
+    targets
+        .into_iter()
+        .flat_map(|target| {
+            (1..=campaign.repetitions).map(move |repetition| Planned { target, repetition })
+        })
+        .collect()
+}
+
+/// Where a campaign (or one shard of it) writes.
+pub fn out_dir(campaign: &Campaign, shard: Option<Shard>) -> PathBuf {
+    match shard {
+        None => campaign.out.clone(),
+        Some(shard) => campaign.out.join(shard.dir_name()),
+    }
+}
+
+/// The probe directory of a target × repetition, relative to the campaign directory.
+fn member_dir(id: &str, repetition: u32) -> String {
+    format!("{id}/rep-{repetition}")
+}
+
+/// A probe's seed: the campaign's seed, the target and the repetition, hashed.
+fn probe_seed(seed: u64, id: &str, repetition: u32) -> u64 {
+    let hash = blake3::hash(format!("{seed}\0{id}\0{repetition}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// The configuration recorded in the campaign's first record: the file whole, and what
+/// a reader needs without parsing it again.
+fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
+    json!({CONFIG_KEY: {
+        "name": campaign.name,
+        "file": campaign.file.display().to_string(),
+        "text": campaign.text,
+        "seed": campaign.seed,
+        "repetitions": campaign.repetitions,
+        "jobs": campaign.jobs,
+        "shard": shard.map(|s| json!({"index": s.index, "count": s.count})),
+        "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+    }})
+}
+
+/// Runs `campaign` (or one shard of it) into a new campaign directory.
+pub async fn run(
+    campaign: &Campaign,
+    shard: Option<Shard>,
+    progress: Progress,
+) -> Result<Outcome, RunError> {
+    let dir = out_dir(campaign, shard);
+    if dir.join(vac_receipts::LOG_FILE).exists() {
+        return Err(RunError::Exists(dir));
+    }
+    let start =
+        crate::probe::campaign_start(&campaign.text, campaign.seed, config(campaign, shard));
+    let writer =
+        ReceiptWriter::create(&dir, WriterOptions::default(), start).map_err(|source| {
+            RunError::Receipts {
+                dir: dir.clone(),
+                source,
+            }
+        })?;
+    execute(campaign, shard, &dir, writer, Vec::new(), None, progress).await
+}
+
+/// What a campaign log's first record says: the campaign (its file text, parsed again as
+/// the file it was read from) and the shard.
+pub fn recorded(dir: &Path) -> Result<(Campaign, Option<Shard>), RunError> {
+    let not = |detail: String| RunError::NotCampaign {
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    let log = vac_receipts::ReceiptLog::open(dir).map_err(|e| not(e.to_string()))?;
+    let first = log
+        .entries()
+        .map_err(|e| not(e.to_string()))?
+        .next()
+        .ok_or_else(|| not("the log is empty".into()))?
+        .map_err(|e| not(e.to_string()))?;
+    let Body::CampaignStart(start) = first.record.body else {
+        return Err(not("the first record is not campaign_start".into()));
+    };
+    let config = start
+        .config
+        .get(CONFIG_KEY)
+        .ok_or_else(|| not("a probe's log, not a campaign's".into()))?;
+    let text = config["text"].as_str().unwrap_or_default();
+    let file = PathBuf::from(config["file"].as_str().unwrap_or_default());
+    let campaign = Campaign::parse(&file, text)?;
+    let shard = config["shard"].as_object().map(|s| Shard {
+        index: s["index"].as_u64().unwrap_or(0) as u32,
+        count: s["count"].as_u64().unwrap_or(1) as u32,
+    });
+    Ok((campaign, shard))
+}
+
+/// Whether `dir` holds a campaign's log (not a probe's).
+pub fn is_campaign(dir: &Path) -> bool {
+    recorded_config(dir).is_some()
+}
+
+fn recorded_config(dir: &Path) -> Option<Value> {
+    let log = vac_receipts::ReceiptLog::open(dir).ok()?;
+    let first = log.entries().ok()?.next()?.ok()?;
+    match first.record.body {
+        Body::CampaignStart(start) => start.config.get(CONFIG_KEY).cloned(),
+        _ => None,
+    }
+}
+
+/// Continues a campaign directory after a crash: the verified prefix is kept (a torn tail
+/// is cut and named), every probe a member record lists is kept, and the rest run again.
+pub async fn resume(dir: &Path, progress: Progress) -> Result<Outcome, RunError> {
+    let (campaign, shard) = recorded(dir)?;
+    let (writer, recovery) =
+        ReceiptWriter::resume(dir, WriterOptions::default()).map_err(|source| {
+            RunError::Receipts {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    let cut = recovery.problem.as_ref().map(|p| p.to_string());
+    // The members the kept prefix lists.
+    let log = vac_receipts::ReceiptLog::open(dir).map_err(|e| RunError::Io {
+        dir: dir.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    let mut done = Vec::new();
+    for entry in log.entries().map_err(|e| RunError::Io {
+        dir: dir.to_path_buf(),
+        detail: e.to_string(),
+    })? {
+        let Ok(entry) = entry else { break };
+        if entry.record.seq >= recovery.resume.next_seq {
+            break;
+        }
+        if let Body::Member(member) = entry.record.body {
+            done.push(member);
+        }
+    }
+    execute(&campaign, shard, dir, writer, done, cut, progress).await
+}
+
+async fn execute(
+    campaign: &Campaign,
+    shard: Option<Shard>,
+    dir: &Path,
+    mut writer: ReceiptWriter,
+    done: Vec<Member>,
+    cut: Option<String>,
+    progress: Progress,
+) -> Result<Outcome, RunError> {
+    let finished: HashSet<(String, u32)> = done
+        .iter()
+        .map(|m| (m.target.clone(), m.repetition))
+        .collect();
+    let todo: Vec<Planned> = plan(campaign, shard)
+        .into_iter()
+        .filter(|p| !finished.contains(&(campaign.targets[p.target].id.clone(), p.repetition)))
+        .collect();
+    let total = todo.len() + done.len();
+    let kept = done.len();
+    let mut members = done;
+    // A probe directory without a member record is a crash's leftover: start it afresh.
+    for p in &todo {
+        let path = dir.join(member_dir(&campaign.targets[p.target].id, p.repetition));
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|e| RunError::Io {
+                dir: path.clone(),
+                detail: format!("cannot remove a half-written probe: {e}"),
+            })?;
+        }
+    }
+    let started = std::time::Instant::now();
+    // Up to `jobs` probes at once; `buffered` hands them back in plan order.
+    let mut results = futures_util::stream::iter(todo.iter().copied())
+        .map(|p| probe_member(campaign, dir, p))
+        .buffered(campaign.jobs.max(1));
+    while let Some(member) = results.next().await {
+        writer
+            .append(Body::Member(member.clone()))
+            .map_err(|source| RunError::Receipts {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+        members.push(member);
+        if progress == Progress::Lines {
+            let m = members.last().expect("pushed");
+            eprintln!(
+                "[{}/{total}] {} rep {}: {} (exit {}) {:.0?}",
+                members.len(),
+                m.target,
+                m.repetition,
+                m.status,
+                m.exit,
+                started.elapsed()
+            );
+        }
+    }
+    drop(results);
+    writer.seal(None).map_err(|source| RunError::Receipts {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    Ok(Outcome {
+        dir: dir.to_path_buf(),
+        members,
+        kept,
+        cut,
+    })
+}
+
+/// One target × repetition as an ordinary probe, into its own directory.
+async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Member {
+    let target = &campaign.targets[planned.target];
+    let relative = member_dir(&target.id, planned.repetition);
+    let out = dir.join(&relative);
+    let kind = match &target.kind {
+        TargetKind::Stdio(command) => Target::Stdio(command.clone()),
+        TargetKind::Http {
+            command,
+            port,
+            path,
+        } => Target::LaunchedHttp {
+            command: command.clone(),
+            port: *port,
+            path: path.clone(),
+        },
+        TargetKind::Url(url) => match crate::client::HttpEndpoint::parse(url) {
+            Ok(endpoint) => Target::RemoteHttp(endpoint),
+            Err(error) => {
+                return member(
+                    &relative,
+                    target,
+                    planned,
+                    "failed",
+                    Exit::Usage,
+                    None,
+                    0,
+                    error.to_string(),
+                );
+            }
+        },
+    };
+    let mut options = ProbeOptions::new(kind, out.clone());
+    let budgets = campaign.budgets;
+    options.client.initialize_timeout = Duration::from_secs(budgets.timeout_seconds);
+    options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);
+    options.max_calls_per_tool = budgets.calls_per_tool;
+    options.max_tools = budgets.tools_per_server;
+    options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
+    options.inputs = target.inputs.clone();
+    options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
+        name: name.clone(),
+        text: text.clone(),
+    });
+    let wall = Duration::from_secs(budgets.wall_seconds_per_server);
+    let outcome = tokio::time::timeout(wall, crate::probe::probe(options)).await;
+    let sealed = vac_receipts::verify(&out, &vac_receipts::VerifyOptions::default())
+        .ok()
+        .filter(|r| r.seal.is_some());
+    let (head, records) = sealed.map_or((None, 0), |r| (Some(r.head.to_string()), r.records));
+    match outcome {
+        Err(_) => member(
+            &relative,
+            target,
+            planned,
+            "timed_out",
+            Exit::Incomplete,
+            head,
+            records,
+            format!(
+                "wall-time budget of {}s ran out",
+                budgets.wall_seconds_per_server
+            ),
+        ),
+        Ok(Err(error)) => member(
+            &relative,
+            target,
+            planned,
+            "failed",
+            Exit::CouldNotRun,
+            head,
+            records,
+            format!("{:#}", anyhow_chain(&error)),
+        ),
+        Ok(Ok(report)) => {
+            let exit = Exit::of(&report);
+            let status = if report.failure.is_some() {
+                "failed"
+            } else {
+                "completed"
+            };
+            member(
+                &relative,
+                target,
+                planned,
+                status,
+                exit,
+                head,
+                records,
+                report.failure.clone().unwrap_or_default(),
+            )
+        }
+    }
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one record's fields, named at the call"
+)]
+fn member(
+    dir: &str,
+    target: &CampaignTarget,
+    planned: Planned,
+    status: &str,
+    exit: Exit,
+    head: Option<String>,
+    records: u64,
+    detail: String,
+) -> Member {
+    Member {
+        dir: dir.to_owned(),
+        role: "probe".into(),
+        target: target.id.clone(),
+        repetition: planned.repetition,
+        head,
+        records,
+        status: status.into(),
+        exit: exit.code(),
+        detail,
+    }
+}
+
+/// An error and its sources, one line.
+fn anyhow_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The members a sealed campaign log lists, after verifying its chain.
+pub fn members(dir: &Path) -> Result<Vec<Member>, RunError> {
+    let report =
+        vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|e| {
+            RunError::NotCampaign {
+                dir: dir.to_path_buf(),
+                detail: format!("BROKEN: {e}"),
+            }
+        })?;
+    if report.seal.is_none() {
+        return Err(RunError::NotCampaign {
+            dir: dir.to_path_buf(),
+            detail: "the campaign log is not sealed (resume it)".into(),
+        });
+    }
+    let log = vac_receipts::ReceiptLog::open(dir).map_err(|e| RunError::Io {
+        dir: dir.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for entry in log.entries().map_err(|e| RunError::Io {
+        dir: dir.to_path_buf(),
+        detail: e.to_string(),
+    })? {
+        let entry = entry.map_err(|e| RunError::Io {
+            dir: dir.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        if let Body::Member(member) = entry.record.body {
+            out.push(member);
+        }
+    }
+    Ok(out)
+}
+
+/// Merges shard directories of one campaign into `out`: each shard's chain verifies and is
+/// sealed, all record the same campaign file (by hash) and shard count, every shard index
+/// appears once, and together they hold every target × repetition once. The merged chain
+/// lists each shard by its head, then every probe (copied under `out`) by its own.
+pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
+    let refuse = |m: String| RunError::Merge(m);
+    if out.join(vac_receipts::LOG_FILE).exists() {
+        return Err(RunError::Exists(out.to_path_buf()));
+    }
+    let mut first: Option<(Campaign, u32, String)> = None;
+    let mut seen_index: Vec<(u32, PathBuf)> = Vec::new();
+    let mut listed: Vec<(PathBuf, Member)> = Vec::new();
+    let mut heads: Vec<(PathBuf, Shard, String, u64)> = Vec::new();
+    for dir in shards {
+        let (campaign, shard) = recorded(dir)?;
+        let shard = shard.ok_or_else(|| {
+            refuse(format!(
+                "{}: not a shard (run with --shard K/N)",
+                dir.display()
+            ))
+        })?;
+        let hash = blake3::hash(campaign.text.as_bytes()).to_hex().to_string();
+        match &first {
+            None => first = Some((campaign.clone(), shard.count, hash.clone())),
+            Some((_, count, first_hash)) => {
+                if *first_hash != hash {
+                    return Err(refuse(format!(
+                        "{}: a shard of another campaign (its file's blake3 is {}, not {})",
+                        dir.display(),
+                        &hash[..16],
+                        &first_hash[..16]
+                    )));
+                }
+                if *count != shard.count {
+                    return Err(refuse(format!(
+                        "{}: shard {}/{} of {} shards, the others are of {count}",
+                        dir.display(),
+                        shard.index,
+                        shard.count,
+                        shard.count
+                    )));
+                }
+            }
+        }
+        if let Some((_, other)) = seen_index.iter().find(|(i, _)| *i == shard.index) {
+            return Err(refuse(format!(
+                "{}: shard {}/{} given twice (also {})",
+                dir.display(),
+                shard.index,
+                shard.count,
+                other.display()
+            )));
+        }
+        seen_index.push((shard.index, dir.clone()));
+        let report = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
+            .map_err(|e| refuse(format!("{}: BROKEN: {e}", dir.display())))?;
+        let members = members(dir)?;
+        heads.push((dir.clone(), shard, report.head.to_string(), report.records));
+        for member in members {
+            listed.push((dir.clone(), member));
+        }
+    }
+    let (campaign, count, _) = first.ok_or_else(|| refuse("no shard directory given".into()))?;
+    let missing: Vec<u32> = (0..count)
+        .filter(|i| !seen_index.iter().any(|(s, _)| s == i))
+        .collect();
+    if !missing.is_empty() {
+        return Err(refuse(format!(
+            "shard{} {} of {count} missing",
+            if missing.len() == 1 { "" } else { "s" },
+            missing
+                .iter()
+                .map(|i| format!("{i}/{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    // Every planned probe exactly once, and nothing else.
+    let planned = plan(&campaign, None);
+    for p in &planned {
+        let id = &campaign.targets[p.target].id;
+        let n = listed
+            .iter()
+            .filter(|(_, m)| m.target == *id && m.repetition == p.repetition)
+            .count();
+        if n != 1 {
+            return Err(refuse(format!(
+                "target {id:?} repetition {} is in {n} shards, not one",
+                p.repetition
+            )));
+        }
+    }
+    if listed.len() != planned.len() {
+        return Err(refuse(format!(
+            "the shards hold {} probes, the campaign plans {}",
+            listed.len(),
+            planned.len()
+        )));
+    }
+    let start = crate::probe::campaign_start(
+        &campaign.text,
+        campaign.seed,
+        json!({CONFIG_KEY: {
+            "name": campaign.name,
+            "file": campaign.file.display().to_string(),
+            "text": campaign.text,
+            "seed": campaign.seed,
+            "repetitions": campaign.repetitions,
+            "jobs": campaign.jobs,
+            "shard": Value::Null,
+            "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            "merged_from": heads.iter().map(|(dir, s, head, _)| json!({"dir": dir.display().to_string(), "shard": format!("{}/{}", s.index, s.count), "head": head})).collect::<Vec<_>>(),
+        }}),
+    );
+    let mut writer =
+        ReceiptWriter::create(out, WriterOptions::default(), start).map_err(|source| {
+            RunError::Receipts {
+                dir: out.to_path_buf(),
+                source,
+            }
+        })?;
+    let write = |writer: &mut ReceiptWriter, member: Member| {
+        writer
+            .append(Body::Member(member))
+            .map_err(|source| RunError::Receipts {
+                dir: out.to_path_buf(),
+                source,
+            })
+    };
+    heads.sort_by_key(|(_, s, _, _)| s.index);
+    for (dir, shard, head, records) in &heads {
+        write(
+            &mut writer,
+            Member {
+                dir: dir.display().to_string(),
+                role: "shard".into(),
+                target: format!("shard {}/{}", shard.index, shard.count),
+                repetition: 0,
+                head: Some(head.clone()),
+                records: *records,
+                status: "completed".into(),
+                exit: 0,
+                detail: String::new(),
+            },
+        )?;
+    }
+    let mut members = Vec::new();
+    for p in &planned {
+        let id = &campaign.targets[p.target].id;
+        let (shard_dir, member) = listed
+            .iter()
+            .find(|(_, m)| m.target == *id && m.repetition == p.repetition)
+            .cloned()
+            .expect("checked above");
+        let from = shard_dir.join(&member.dir);
+        let to = out.join(&member.dir);
+        copy_dir(&from, &to).map_err(|e| RunError::Io {
+            dir: to.clone(),
+            detail: format!("cannot copy {}: {e}", from.display()),
+        })?;
+        write(&mut writer, member.clone())?;
+        members.push(member);
+    }
+    writer.seal(None).map_err(|source| RunError::Receipts {
+        dir: out.to_path_buf(),
+        source,
+    })?;
+    Ok(Outcome {
+        dir: out.to_path_buf(),
+        members,
+        kept: 0,
+        cut: None,
+    })
+}
+
+/// A directory tree copied file by file (receipt directories hold files and directories
+/// only).
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
