@@ -59,27 +59,34 @@ impl AnalysisError {
     }
 }
 
-/// The probe directories under `root`: `root` itself when it holds a log, else each
-/// directory directly under it that does, in name order.
+/// The probe directories under `root`: the probes a campaign log at `root` lists, else
+/// `root` itself when it holds a probe's log, else each directory directly under it that
+/// does, in name order.
 pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
-    Ok(listed_probes(root)?
-        .into_iter()
-        .map(|(dir, _)| dir)
-        .collect())
+    Ok(listed_probes(root)?.into_iter().map(|l| l.dir).collect())
+}
+
+/// A probe directory to read and, when a campaign log lists it, the head it must have and
+/// the campaign target it probed (which names its server).
+struct Listed {
+    dir: PathBuf,
+    head: Option<String>,
+    target: Option<String>,
 }
 
 /// The probe directories under `root` and, for a campaign log's members, the head each
 /// must have: a campaign log (`campaign_start.config.campaign`) lists its probes in
 /// `member` records, and exactly those are read — the sealed ones; a member that left no
 /// sealed log (it failed or timed out) has no verdicts to read.
-fn listed_probes(root: &Path) -> Result<Vec<(PathBuf, Option<String>)>, AnalysisError> {
+fn listed_probes(root: &Path) -> Result<Vec<Listed>, AnalysisError> {
     if root.join(vac_receipts::LOG_FILE).is_file() {
         return match campaign_members(root)? {
-            Some(members) => Ok(members
-                .into_iter()
-                .map(|(dir, head)| (dir, Some(head)))
-                .collect()),
-            None => Ok(vec![(root.to_path_buf(), None)]),
+            Some(members) => Ok(members),
+            None => Ok(vec![Listed {
+                dir: root.to_path_buf(),
+                head: None,
+                target: None,
+            }]),
         };
     }
     let listing = std::fs::read_dir(root).map_err(|source| AnalysisError::Io {
@@ -101,12 +108,19 @@ fn listed_probes(root: &Path) -> Result<Vec<(PathBuf, Option<String>)>, Analysis
         return Err(AnalysisError::NotReceipts(root.to_path_buf()));
     }
     dirs.sort();
-    Ok(dirs.into_iter().map(|dir| (dir, None)).collect())
+    Ok(dirs
+        .into_iter()
+        .map(|dir| Listed {
+            dir,
+            head: None,
+            target: None,
+        })
+        .collect())
 }
 
 /// The sealed probes a campaign log at `root` lists, with their heads; `None` when the
 /// log is a probe's. The campaign's own chain must verify and be sealed.
-fn campaign_members(root: &Path) -> Result<Option<Vec<(PathBuf, String)>>, AnalysisError> {
+fn campaign_members(root: &Path) -> Result<Option<Vec<Listed>>, AnalysisError> {
     let mut campaign = false;
     let mut members = Vec::new();
     let options = VerifyOptions {
@@ -117,7 +131,11 @@ fn campaign_members(root: &Path) -> Result<Option<Vec<(PathBuf, String)>>, Analy
         Body::CampaignStart(start) => campaign = start.config.get("campaign").is_some(),
         Body::Member(member) if member.role == "probe" => {
             if let Some(head) = member.head {
-                members.push((root.join(&member.dir), head));
+                members.push(Listed {
+                    dir: root.join(&member.dir),
+                    head: Some(head),
+                    target: Some(member.target),
+                });
             }
         }
         _ => {}
@@ -140,7 +158,7 @@ fn campaign_members(root: &Path) -> Result<Option<Vec<(PathBuf, String)>>, Analy
 /// error reported is the first in directory order, whatever finished first.
 pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
     let listed = listed_probes(root)?;
-    let dirs: Vec<PathBuf> = listed.iter().map(|(dir, _)| dir.clone()).collect();
+    let dirs: Vec<PathBuf> = listed.iter().map(|l| l.dir.clone()).collect();
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(dirs.len())
@@ -160,19 +178,27 @@ pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
                         }
                         _ => String::new(),
                     };
-                    let read = read_probe(dir, name).and_then(|rows| {
-                        match (&listed[i].1, rows.probes.first()) {
+                    let read = read_probe(dir, name).and_then(|mut rows| {
+                        let entry = &listed[i];
+                        match (&entry.head, rows.probes.first()) {
                             (Some(listed), Some(probe)) if *listed != probe.head => {
-                                Err(AnalysisError::Incomplete {
+                                return Err(AnalysisError::Incomplete {
                                     dir: dir.clone(),
                                     detail: format!(
                                         "its head is {}, but the campaign log lists {listed}",
                                         probe.head
                                     ),
-                                })
+                                });
                             }
-                            _ => Ok(rows),
+                            _ => {}
                         }
+                        // A campaign names its servers by their target ids.
+                        if let Some(target) = &entry.target {
+                            for probe in &mut rows.probes {
+                                probe.server = target.clone();
+                            }
+                        }
+                        Ok(rows)
                     });
                     let failed = read.is_err();
                     done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(read);

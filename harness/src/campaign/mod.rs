@@ -762,3 +762,94 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn every_id_is_in_exactly_one_shard() {
+        for count in 1..6 {
+            for id in ["a", "notes-dishonest", "server-filesystem", "x.y_z", "0"] {
+                let holders = (0..count)
+                    .filter(|&index| Shard { index, count }.holds(id))
+                    .count();
+                assert_eq!(holders, 1, "{id} in {count} shards");
+            }
+        }
+    }
+
+    #[test]
+    fn kubernetes_indexed_jobs_give_the_index_and_need_a_count() {
+        let shard = Shard::from_env(&env(&[("JOB_COMPLETION_INDEX", "2")]), Some(3)).unwrap();
+        assert_eq!(shard, Some(Shard { index: 2, count: 3 }));
+        let from_var = Shard::from_env(
+            &env(&[("JOB_COMPLETION_INDEX", "0"), ("VAC_SHARDS", "4")]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(from_var, Some(Shard { index: 0, count: 4 }));
+        let missing = Shard::from_env(&env(&[("JOB_COMPLETION_INDEX", "0")]), None);
+        assert!(missing.unwrap_err().contains("VAC_SHARDS"));
+        let beyond = Shard::from_env(&env(&[("JOB_COMPLETION_INDEX", "3")]), Some(3));
+        assert!(beyond.is_err());
+        assert_eq!(Shard::from_env(&env(&[]), None).unwrap(), None);
+    }
+
+    #[test]
+    fn slurm_arrays_give_the_task_relative_to_min_and_step() {
+        let vars = [
+            ("SLURM_ARRAY_TASK_ID", "14"),
+            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "5"),
+        ];
+        let shard = Shard::from_env(&env(&vars), None).unwrap();
+        assert_eq!(shard, Some(Shard { index: 2, count: 5 }));
+        let off_step = [
+            ("SLURM_ARRAY_TASK_ID", "13"),
+            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "5"),
+        ];
+        assert!(Shard::from_env(&env(&off_step), None).is_err());
+        let no_count = [("SLURM_ARRAY_TASK_ID", "0")];
+        assert!(
+            Shard::from_env(&env(&no_count), None)
+                .unwrap_err()
+                .contains("SLURM_ARRAY_TASK_COUNT")
+        );
+    }
+
+    #[test]
+    fn the_plan_is_by_target_id_then_repetition_whatever_the_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        let text = "name = \"c\"\nrepetitions = 2\n\n[[target]]\nid = \"zeta\"\ncommand = [\"true\"]\n\n[[target]]\nid = \"alpha\"\ncommand = [\"true\"]\n";
+        let campaign = Campaign::parse(&file, text).unwrap();
+        let order: Vec<(String, u32)> = plan(&campaign, None)
+            .into_iter()
+            .map(|p| (campaign.targets[p.target].id.clone(), p.repetition))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("alpha".to_owned(), 1),
+                ("alpha".to_owned(), 2),
+                ("zeta".to_owned(), 1),
+                ("zeta".to_owned(), 2)
+            ]
+        );
+        assert_eq!(campaign.out, dir.path().join("runs/c"));
+        assert_ne!(probe_seed(7, "alpha", 1), probe_seed(7, "alpha", 2));
+        assert_eq!(probe_seed(7, "alpha", 1), probe_seed(7, "alpha", 1));
+    }
+}

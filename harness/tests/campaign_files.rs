@@ -1,0 +1,112 @@
+//! Campaign files as data: every `tests/data/campaign/<case>.toml` is refused by
+//! `vac campaign check` with exit 2 and exactly the message of `<case>.err` (which names
+//! `file:line:col`), before anything runs; `sample/campaign.toml`, which uses every key,
+//! is accepted. `VAC_BLESS=1` rewrites the `.err` files.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+fn check(path: &str) -> std::process::Output {
+    Command::new(common::VAC)
+        .args(["campaign", "check", path])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_campaign_files_are_refused_by_file_line_and_column() {
+    let bless = std::env::var("VAC_BLESS").is_ok_and(|v| !v.is_empty());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/campaign");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 10, "{cases:?}");
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let relative = format!("tests/data/campaign/{name}");
+        let output = check(&relative);
+        assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
+        assert!(
+            output.stdout.is_empty(),
+            "{name}: nothing is planned: {output:?}"
+        );
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.starts_with(&format!("vac: {relative}:")),
+            "{name}: the error names the file: {stderr}"
+        );
+        let expected_path = case.with_extension("err");
+        if bless {
+            std::fs::write(&expected_path, &stderr).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
+        if stderr != expected {
+            failures.push(format!(
+                "{name}:\n  expected {expected:?}\n  found    {stderr:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_campaign_file_with_every_key_is_accepted_and_planned() {
+    let output = check("tests/data/campaign/sample/campaign.toml");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("campaign \"fixtures\", 3 targets × 3 repetitions, 4 jobs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tests/data/campaign/sample/runs/fixtures"),
+        "{stdout}"
+    );
+    for id in ["notes-dishonest", "notes-http", "remote-notes"] {
+        assert!(stdout.contains(&format!("run  {id}")), "{stdout}");
+    }
+    // A shard plans its part only, the same part every time.
+    let shard = Command::new(common::VAC)
+        .args([
+            "campaign",
+            "check",
+            "tests/data/campaign/sample/campaign.toml",
+            "--shard",
+            "1/3",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(shard.status.success());
+    let text = String::from_utf8(shard.stdout).unwrap();
+    assert!(text.contains("shard-1-of-3"), "{text}");
+    assert_eq!(
+        text.matches("run  ").count() + text.matches("skip ").count(),
+        3,
+        "{text}"
+    );
+    for bad in ["3/3", "1", "a/b", "0/0"] {
+        let refused = Command::new(common::VAC)
+            .args([
+                "campaign",
+                "check",
+                "tests/data/campaign/sample/campaign.toml",
+                "--shard",
+                bad,
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "--shard {bad}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("--shard {bad:?}")));
+    }
+}

@@ -1,0 +1,375 @@
+//! Campaigns end to end through the real binary: repetitions and their stability, the same
+//! grid from a rerun with the same seed, resume after `kill -9` (on record boundaries and
+//! with a torn last record), shards merged back into the unsharded grid, and refusals by
+//! name.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Writes a campaign file into `dir`; `targets` are (id, fixture mode).
+fn campaign_file(
+    dir: &Path,
+    name: &str,
+    repetitions: u32,
+    jobs: u32,
+    targets: &[(&str, &str)],
+) -> PathBuf {
+    let mut text = format!(
+        "name = \"{name}\"\nseed = 7\nrepetitions = {repetitions}\njobs = {jobs}\nout = \"runs/{name}\"\n"
+    );
+    for (id, mode) in targets {
+        text.push_str(&format!(
+            "\n[[target]]\nid = \"{id}\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"{mode}\"]\n"
+        ));
+    }
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn vac_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(common::VAC)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// The campaign's grid, server × tool × clause → (headline verdict, stable, repetitions),
+/// from the map `vac report --out` writes.
+fn grid(dir: &Path) -> BTreeMap<(String, String, String), (String, bool, usize)> {
+    let out = dir.with_extension("map");
+    let _ = std::fs::remove_dir_all(&out);
+    let output = Command::new(common::VAC)
+        .args([
+            "report",
+            dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "vac report {}: {output:?}",
+        dir.display()
+    );
+    let map: Value = serde_json::from_slice(&std::fs::read(out.join("map.json")).unwrap()).unwrap();
+    let mut grid = BTreeMap::new();
+    for server in map["servers"].as_array().unwrap() {
+        for tool in server["tools"].as_array().unwrap() {
+            for cell in tool["cells"].as_array().unwrap() {
+                grid.insert(
+                    (
+                        server["id"].as_str().unwrap().to_owned(),
+                        tool["name"].as_str().unwrap().to_owned(),
+                        cell["clause"].as_str().unwrap().to_owned(),
+                    ),
+                    (
+                        cell["verdict"].as_str().unwrap().to_owned(),
+                        cell["stable"].as_bool().unwrap(),
+                        cell["records"].as_array().unwrap().len(),
+                    ),
+                );
+            }
+        }
+    }
+    grid
+}
+
+/// The member records of a campaign log, as JSON.
+fn members(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["kind"] == "member")
+        .map(|r| r["body"].clone())
+        .collect()
+}
+
+#[test]
+fn a_campaign_of_the_fixtures_repeats_verifies_and_reruns_to_the_same_grid() {
+    let test = "a_campaign_of_the_fixtures_repeats_verifies_and_reruns_to_the_same_grid";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = [
+        ("honest", "honest"),
+        ("dishonest", "dishonest"),
+        ("broad", "broad"),
+    ];
+    let file = campaign_file(tmp.path(), "fixtures", 3, 2, &fixtures);
+    let run = vac_in(
+        tmp.path(),
+        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "the dishonest twin's violations: {run:?}"
+    );
+    let dir = tmp.path().join("runs/fixtures");
+    let verify = common::verify(&dir);
+    assert!(verify.status.success(), "{verify:?}");
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("9 probes verify"));
+
+    // Members in plan order: target id, then repetition.
+    let order: Vec<(String, u64)> = members(&dir)
+        .iter()
+        .map(|m| {
+            (
+                m["target"].as_str().unwrap().to_owned(),
+                m["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted);
+    assert_eq!(order.len(), 9);
+
+    let first = grid(&dir);
+    // Every cell holds its three repetitions and says whether they agree.
+    assert!(first.values().all(|(_, _, n)| *n == 3), "{first:?}");
+    let confirmed: Vec<_> = first
+        .iter()
+        .filter(|(_, (v, _, _))| v == "confirmed")
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        confirmed.iter().all(|(server, _, _)| server == "dishonest"),
+        "{confirmed:?}"
+    );
+    assert_eq!(confirmed.len(), 14, "{confirmed:?}");
+    // Servers are named by their target ids.
+    assert!(first.keys().any(|(s, _, _)| s == "broad"));
+
+    // The same file again (another out) gives the same grid.
+    let again = campaign_file(tmp.path(), "fixtures-again", 3, 2, &fixtures);
+    let rerun = vac_in(
+        tmp.path(),
+        &["campaign", "run", again.to_str().unwrap(), "--quiet"],
+    );
+    assert_eq!(rerun.status.code(), Some(1), "{rerun:?}");
+    assert_eq!(grid(&tmp.path().join("runs/fixtures-again")), first);
+
+    // Running into a finished campaign's directory is refused, by name.
+    let twice = vac_in(tmp.path(), &["campaign", "run", file.to_str().unwrap()]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("vac campaign resume"));
+}
+
+#[test]
+fn a_killed_campaign_resumes_without_redoing_or_losing_a_probe() {
+    let test = "a_killed_campaign_resumes_without_redoing_or_losing_a_probe";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let targets = [("broad-a", "broad"), ("broad-b", "broad")];
+    let reference_file = campaign_file(tmp.path(), "reference", 2, 1, &targets);
+    let reference = vac_in(
+        tmp.path(),
+        &[
+            "campaign",
+            "run",
+            reference_file.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert!(reference.status.success(), "{reference:?}");
+    let expected = grid(&tmp.path().join("runs/reference"));
+
+    // Kill after the k-th finished probe (the next one is then running), and on two of
+    // them also tear the log's last record in half, as a crash mid-write would.
+    for (round, (after, tear)) in [(1, false), (2, false), (3, false), (1, true), (2, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("killed-{round}");
+        let file = campaign_file(tmp.path(), &name, 2, 1, &targets);
+        let dir = tmp.path().join("runs").join(&name);
+        let mut child = Command::new(common::VAC)
+            .args(["campaign", "run", file.to_str().unwrap()])
+            .current_dir(tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut finished = 0;
+        while finished < after {
+            let line = lines.next().expect("progress line").unwrap();
+            if line.starts_with('[') {
+                finished += 1;
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let before: Vec<Value> = members(&dir);
+        assert_eq!(
+            before.len(),
+            after,
+            "round {round}: one member record per finished probe"
+        );
+        if tear {
+            let log = dir.join("receipts.jsonl");
+            let text = std::fs::read(&log).unwrap();
+            let last_start = text[..text.len() - 1]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let half = last_start + (text.len() - last_start) / 2;
+            std::fs::write(&log, &text[..half]).unwrap();
+        }
+        let kept: Vec<Value> = members(&dir);
+        let resume = vac_in(
+            tmp.path(),
+            &["campaign", "resume", dir.to_str().unwrap(), "--quiet"],
+        );
+        assert!(resume.status.success(), "round {round}: {resume:?}");
+        let stderr = String::from_utf8_lossy(&resume.stderr);
+        if tear {
+            assert!(
+                stderr.contains("torn tail"),
+                "round {round}: the cut is named: {stderr}"
+            );
+        }
+        let after_resume = members(&dir);
+        assert_eq!(after_resume.len(), 4, "round {round}: {after_resume:?}");
+        // What was done before the kill is kept as it was, not run again.
+        for member in &kept {
+            let same = after_resume
+                .iter()
+                .find(|m| {
+                    m["target"] == member["target"] && m["repetition"] == member["repetition"]
+                })
+                .unwrap();
+            assert_eq!(
+                same["head"], member["head"],
+                "round {round}: {member} was redone"
+            );
+        }
+        let verify = common::verify(&dir);
+        assert!(verify.status.success(), "round {round}: {verify:?}");
+        assert_eq!(grid(&dir), expected, "round {round}");
+    }
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_grid_and_bad_sets_are_refused_by_name() {
+    let test = "shards_merge_into_the_unsharded_grid_and_bad_sets_are_refused_by_name";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let targets = [
+        ("alpha", "broad"),
+        ("bravo", "broad"),
+        ("charlie", "broad"),
+        ("delta", "broad"),
+        ("echo", "broad"),
+    ];
+    let file = campaign_file(tmp.path(), "sharded", 1, 1, &targets);
+    let whole = vac_in(
+        tmp.path(),
+        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+    );
+    assert!(whole.status.success(), "{whole:?}");
+    let expected = grid(&tmp.path().join("runs/sharded"));
+    std::fs::rename(
+        tmp.path().join("runs/sharded"),
+        tmp.path().join("unsharded"),
+    )
+    .unwrap();
+
+    // Shard 0 by flag, shard 1 as a Kubernetes Indexed Job, shard 2 as a Slurm array task.
+    let flag = vac_in(
+        tmp.path(),
+        &[
+            "campaign",
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--shard",
+            "0/3",
+        ],
+    );
+    assert!(flag.status.success(), "{flag:?}");
+    let k8s = Command::new(common::VAC)
+        .args(["campaign", "run", file.to_str().unwrap(), "--quiet"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env("VAC_SHARDS", "3")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(k8s.status.success(), "{k8s:?}");
+    let slurm = Command::new(common::VAC)
+        .args(["campaign", "run", file.to_str().unwrap(), "--quiet"])
+        .env("SLURM_ARRAY_TASK_ID", "7")
+        .env("SLURM_ARRAY_TASK_MIN", "5")
+        .env("SLURM_ARRAY_TASK_STEP", "1")
+        .env("SLURM_ARRAY_TASK_COUNT", "3")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(slurm.status.success(), "{slurm:?}");
+    let shard = |k: u32| tmp.path().join(format!("runs/sharded/shard-{k}-of-3"));
+    let total: usize = (0..3).map(|k| members(&shard(k)).len()).sum();
+    assert_eq!(total, 5, "every target in exactly one shard");
+
+    let merged = tmp.path().join("merged");
+    let shards: Vec<String> = (0..3).map(|k| shard(k).display().to_string()).collect();
+    let mut args = vec!["campaign", "merge", merged.to_str().unwrap()];
+    args.extend(shards.iter().map(String::as_str));
+    let merge = vac_in(tmp.path(), &args);
+    assert!(merge.status.success(), "{merge:?}");
+    let verify = common::verify(&merged);
+    assert!(verify.status.success(), "{verify:?}");
+    assert_eq!(grid(&merged), expected);
+    // The merged chain lists each shard by its head.
+    let listed = members(&merged);
+    assert_eq!(listed.iter().filter(|m| m["role"] == "shard").count(), 3);
+
+    // A missing shard, a shard given twice, and a shard of another campaign are refused.
+    let refused = |args: &[&str], needle: &str| {
+        let out = tmp.path().join("refused");
+        let mut all = vec!["campaign", "merge", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let output = vac_in(tmp.path(), &all);
+        assert_eq!(output.status.code(), Some(2), "{all:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{all:?}: {stderr}");
+        assert!(!out.join("receipts.jsonl").exists());
+    };
+    refused(&[&shards[0], &shards[1]], "shard 2/3 of 3 missing");
+    refused(&[&shards[0], &shards[1], &shards[1]], "given twice");
+    let other = campaign_file(tmp.path(), "other", 1, 1, &targets[..1]);
+    let foreign = vac_in(
+        tmp.path(),
+        &[
+            "campaign",
+            "run",
+            other.to_str().unwrap(),
+            "--quiet",
+            "--shard",
+            "2/3",
+        ],
+    );
+    assert!(foreign.status.success(), "{foreign:?}");
+    let foreign_dir = tmp.path().join("runs/other/shard-2-of-3");
+    refused(
+        &[&shards[0], &shards[1], foreign_dir.to_str().unwrap()],
+        "a shard of another campaign",
+    );
+}
