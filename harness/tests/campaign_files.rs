@@ -110,3 +110,49 @@ fn a_campaign_file_with_every_key_is_accepted_and_planned() {
         assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("--shard {bad:?}")));
     }
 }
+
+#[test]
+fn the_schema_accepts_the_sample_and_the_documented_example_and_refuses_bad_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("campaign.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let as_json = |text: &str| -> serde_json::Value {
+        let value: toml::Value = toml::from_str(text).unwrap();
+        serde_json::to_value(value).unwrap()
+    };
+    let sample =
+        std::fs::read_to_string(root.join("tests/data/campaign/sample/campaign.toml")).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&as_json(&sample))
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The schema refuses what the parser refuses: an unknown key, a target without a
+    // command or url, a command and a url together.
+    for case in [
+        "unknown-key",
+        "missing-command",
+        "command-and-url",
+        "zero-repetitions",
+        "bad-id",
+    ] {
+        let text =
+            std::fs::read_to_string(root.join(format!("tests/data/campaign/{case}.toml"))).unwrap();
+        assert!(
+            !validator.is_valid(&as_json(&text)),
+            "the schema accepts {case}"
+        );
+    }
+    // CAMPAIGNS.md's example validates too.
+    let doc = std::fs::read_to_string(root.join("CAMPAIGNS.md")).unwrap();
+    let example = doc
+        .split("```toml\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert!(validator.is_valid(&as_json(example)));
+}
