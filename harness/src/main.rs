@@ -426,10 +426,22 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             .context("cannot read the server's tools/list")?;
         return Ok(manifest(vac_analysis::server_id(&target), &tools, None));
     }
-    let input = args
+    let mut input = args
         .input
         .clone()
         .expect("clap requires an input or a command");
+    if input.extension().is_some_and(|e| e == "toml") {
+        // A campaign file: its receipts when it has run, else each target's control run.
+        let campaign = match vac_harness::campaign::Campaign::load(&input) {
+            Ok(campaign) => campaign,
+            Err(error) => return usage(error.to_string()),
+        };
+        if campaign.out.join(vac_receipts::LOG_FILE).is_file() {
+            input = campaign.out.clone();
+        } else {
+            return static_of_campaign(&campaign, &args);
+        }
+    }
     if input.is_dir() {
         let analysis = match vac_analysis::load(&input, args.campaign.as_deref()) {
             Ok(analysis) => analysis,
@@ -503,12 +515,6 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
         return usage("--import compares with dynamic verdicts: give a receipt directory".into());
     }
     let name = input.display().to_string();
-    if input.extension().is_some_and(|e| e == "toml") {
-        return usage(format!(
-            "{name}: campaign files are read by `vac campaign`, which is not built yet; give the \
-             campaign's receipt directory, a tools/list JSON file or -- CMD"
-        ));
-    }
     let text = match std::fs::read_to_string(&input) {
         Ok(text) => text,
         Err(error) => return usage(format!("{name}: cannot read: {error}")),
@@ -525,6 +531,73 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
         .file_stem()
         .map_or_else(|| name.clone(), |s| s.to_string_lossy().into_owned());
     Ok(manifest(server, tools, Some((name, text.clone()))))
+}
+
+/// `vac static CAMPAIGN.toml` before the campaign ran: every target's tools/list from a
+/// control run (no call), read under the target's contract scope, named by its id.
+fn static_of_campaign(
+    campaign: &vac_harness::campaign::Campaign,
+    args: &StaticArgs,
+) -> anyhow::Result<ExitCode> {
+    use vac_analysis::scan::{self, Scope};
+    use vac_harness::campaign::TargetKind;
+    if args.import.is_some() || args.contract.is_some() {
+        eprintln!(
+            "vac: a campaign that has not run has no verdicts to compare (--import), and its \
+             targets name their own contracts (--contract)"
+        );
+        return Ok(Exit::Usage.into());
+    }
+    let runtime = runtime()?;
+    let mut findings = Vec::new();
+    for target in &campaign.targets {
+        let kind = match &target.kind {
+            TargetKind::Stdio(command) => Target::Stdio(command.clone()),
+            TargetKind::Http {
+                command,
+                port,
+                path,
+            } => Target::LaunchedHttp {
+                command: command.clone(),
+                port: *port,
+                path: path.clone(),
+            },
+            TargetKind::Url(url) => match HttpEndpoint::parse(url) {
+                Ok(endpoint) => Target::RemoteHttp(endpoint),
+                Err(error) => {
+                    eprintln!("vac: target {:?}: {error}", target.id);
+                    return Ok(Exit::Usage.into());
+                }
+            },
+        };
+        let mut options = ProbeOptions::new(kind, PathBuf::new());
+        options.client.initialize_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
+        options.client.request_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
+        options.inputs = target.inputs.clone();
+        let tools = runtime
+            .block_on(vac_harness::probe::control_manifest(&options))
+            .with_context(|| format!("target {:?}: cannot read its tools/list", target.id))?;
+        let scope = match &target.contract {
+            Some((name, text)) => Scope::of_contract(name, text).unwrap_or_default(),
+            None => Scope::None,
+        };
+        findings.extend(scan::scan(&target.id, &tools, &scope));
+    }
+    if args.sarif {
+        let file = campaign.file.display().to_string();
+        let locate = |_: &scan::Finding| Some((file.clone(), 1));
+        let log = vac_analysis::sarif::static_sarif(
+            &findings,
+            &campaign.name,
+            env!("CARGO_PKG_VERSION"),
+            &locate,
+        );
+        println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
+    } else {
+        let predictions: Vec<_> = findings.iter().map(Into::into).collect();
+        print_static(&predictions, &findings, None, args.json);
+    }
+    Ok(Exit::Clean.into())
 }
 
 /// Prints the findings (and the comparison) as JSON or as the terminal table.

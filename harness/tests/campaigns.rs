@@ -154,6 +154,14 @@ fn a_campaign_of_the_fixtures_repeats_verifies_and_reruns_to_the_same_grid() {
     // Servers are named by their target ids.
     assert!(first.keys().any(|(s, _, _)| s == "broad"));
 
+    // The campaign file is a `vac static` input: once run, the comparison over its receipts.
+    let statics = vac_in(tmp.path(), &["static", "--json", file.to_str().unwrap()]);
+    assert!(statics.status.success(), "{statics:?}");
+    let doc: Value = serde_json::from_slice(&statics.stdout).unwrap();
+    let gaps = doc["comparison"]["declaration_gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 12, "{gaps:#?}");
+    assert!(gaps.iter().all(|g| g["server"] == "dishonest"));
+
     // The same file again (another out) gives the same grid.
     let again = campaign_file(tmp.path(), "fixtures-again", 3, 2, &fixtures);
     let rerun = vac_in(
@@ -178,6 +186,21 @@ fn a_killed_campaign_resumes_without_redoing_or_losing_a_probe() {
     let tmp = tempfile::tempdir().unwrap();
     let targets = [("broad-a", "broad"), ("broad-b", "broad")];
     let reference_file = campaign_file(tmp.path(), "reference", 2, 1, &targets);
+    // Before it runs, `vac static` reads each target's tools/list from a control run.
+    let before = vac_in(
+        tmp.path(),
+        &["static", "--json", reference_file.to_str().unwrap()],
+    );
+    assert!(before.status.success(), "{before:?}");
+    let doc: Value = serde_json::from_slice(&before.stdout).unwrap();
+    assert!(doc.get("comparison").is_none());
+    let servers: std::collections::BTreeSet<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["broad-a", "broad-b"].into_iter().collect());
     let reference = vac_in(
         tmp.path(),
         &[
