@@ -828,44 +828,58 @@ fn width() -> usize {
 /// regenerates it byte for byte).
 const DEMO_CAMPAIGN: &str = "vac demo";
 
+/// The built-in campaign over the fixtures. `vac demo` writes it as `campaign.toml` in its
+/// directory (so `vac campaign run` of that file runs it again) and runs it there.
+const DEMO_TOML: &str = r#"# The built-in campaign of `vac demo`: the three fixtures, once each.
+name = "vac demo"
+seed = 0
+repetitions = 1
+jobs = 2
+out = "."
+
+[[target]]
+id = "honest"
+command = ["vac", "fixture", "--mode", "honest"]
+
+[[target]]
+id = "dishonest"
+command = ["vac", "fixture", "--mode", "dishonest"]
+
+[[target]]
+id = "broad"
+command = ["vac", "fixture", "--mode", "broad"]
+"#;
+
 fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let vac = std::env::current_exe().context("cannot find the vac binary")?;
+    use vac_harness::campaign::{self, Campaign, Progress};
     let runtime = runtime()?;
-    let campaign = args.out.join(format!("demo-{}", stamp()));
+    let dir = args.out.join(format!("demo-{}", stamp()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let file = dir.join("campaign.toml");
+    std::fs::write(&file, DEMO_TOML).with_context(|| format!("cannot write {}", file.display()))?;
+    let demo = Campaign::load(&file).context("the built-in campaign does not parse")?;
+    let outcome = runtime
+        .block_on(campaign::run(&demo, None, Progress::Quiet))
+        .context("the demo campaign failed")?;
     let mut worst = ExitCode::SUCCESS;
-    for mode in ["honest", "dishonest", "broad"] {
-        let command = vec![
-            vac.clone().into(),
-            "fixture".into(),
-            "--mode".into(),
-            mode.into(),
-        ];
-        let report = runtime
-            .block_on(vac_harness::probe::probe(ProbeOptions::new(
-                Target::Stdio(command),
-                campaign.join(mode),
-            )))
-            .with_context(|| format!("probe of the {mode} fixture failed"))?;
+    for member in &outcome.members {
+        let report = vac_harness::probe::report(&dir.join(&member.dir))
+            .with_context(|| format!("cannot read the {} fixture's receipts back", member.target))?;
         if !args.json {
-            println!("== {mode} fixture ==");
+            println!("== {} fixture ==", member.target);
         }
         print_report(&report, args.json, args.all);
         if report.failure.is_some() {
             worst = Exit::CouldNotRun.into();
         }
     }
-    let analysis = vac_analysis::load(&campaign, Some(DEMO_CAMPAIGN))
+    let analysis = vac_analysis::load(&dir, Some(DEMO_CAMPAIGN))
         .context("cannot read the demo campaign back")?;
     if !args.json {
         print!("{}", report::map_summary(&analysis.map, false, width()));
     }
-    let map = campaign.join("map");
-    let written = write_map(
-        &analysis,
-        &campaign,
-        &map,
-        vac_analysis::Format::ALL.to_vec(),
-    )?;
+    let map = dir.join("map");
+    let written = write_map(&analysis, &dir, &map, vac_analysis::Format::ALL.to_vec())?;
     match args.json {
         true => eprintln!("{written}"),
         false => println!("{written}"),

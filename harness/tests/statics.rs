@@ -59,9 +59,10 @@ fn findings_of(doc: &Value, server: &str) -> Vec<Value> {
         .collect()
 }
 
-const HONEST: &str = "vac fixture --mode honest";
-const DISHONEST: &str = "vac fixture --mode dishonest";
-const BROAD: &str = "vac fixture --mode broad";
+// The demo campaign names its servers by target id.
+const HONEST: &str = "honest";
+const DISHONEST: &str = "dishonest";
+const BROAD: &str = "broad";
 
 /// SPEC §4's planted behaviours: (tool, the clause it confirms).
 const PLANTED: [(&str, &str); 11] = [
@@ -89,8 +90,8 @@ fn the_twins_read_alike_statically_and_every_planted_behaviour_is_a_declaration_
 
     // Byte-identical manifests, so identical static findings.
     assert_eq!(
-        recorded_manifest(&campaign.join("honest")),
-        recorded_manifest(&campaign.join("dishonest")),
+        recorded_manifest(&campaign.join("honest/rep-1")),
+        recorded_manifest(&campaign.join("dishonest/rep-1")),
         "the twins' tools/list must be byte-identical"
     );
     let doc = static_json(&[campaign.to_str().unwrap()]);
