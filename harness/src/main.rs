@@ -50,6 +50,10 @@ enum Command {
     /// Run a campaign file: many targets, repetitions, shards (`harness/CAMPAIGNS.md`).
     #[command(subcommand)]
     Campaign(CampaignCommand),
+    /// Turn the MCP server configs an agent host already has (Claude Desktop, Cursor,
+    /// `.mcp.json`, Claude Code's `~/.claude.json`, VS Code's `.vscode/mcp.json`) into a
+    /// campaign file; secrets in `env` become named placeholders.
+    Import(ImportArgs),
     /// Work with effect contracts.
     #[command(subcommand)]
     Contract(ContractCommand),
@@ -136,6 +140,18 @@ struct ReportArgs {
 
 fn parse_format(text: &str) -> Result<vac_analysis::Format, String> {
     text.parse()
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The config file (JSON).
+    file: PathBuf,
+    /// Write the campaign here (refused if it exists) instead of printing it.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The campaign's name (default: "imported").
+    #[arg(long, default_value = "imported")]
+    name: String,
 }
 
 #[derive(Subcommand)]
@@ -282,6 +298,7 @@ fn main() -> ExitCode {
         Command::Report(args) => run_report(args),
         Command::Static(args) => run_static(args),
         Command::Campaign(command) => run_campaign(command),
+        Command::Import(args) => run_import(args),
         Command::Contract(ContractCommand::Derive(args)) => run_derive(args),
         Command::Demo(args) => run_demo(args),
         Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
@@ -625,6 +642,44 @@ fn print_static(
     }
 }
 
+/// `vac import FILE`: a campaign file from an agent host's config.
+fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let name = args.file.display().to_string();
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("vac: {name}: cannot read: {error}");
+            return Ok(Exit::Usage.into());
+        }
+    };
+    let campaign = match vac_harness::campaign::import::import(&name, &text, &args.name) {
+        Ok(campaign) => campaign,
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::Usage.into());
+        }
+    };
+    match &args.out {
+        None => print!("{campaign}"),
+        Some(out) => {
+            let mut file = match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+            {
+                Ok(file) => file,
+                Err(error) => {
+                    eprintln!("vac: {}: cannot create: {error}", out.display());
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            std::io::Write::write_all(&mut file, campaign.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+        }
+    }
+    Ok(Exit::Clean.into())
+}
+
 /// `vac campaign run|resume|merge|check`.
 fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
     use vac_harness::campaign::{self, Campaign, Progress, RunError, Shard};
@@ -863,8 +918,9 @@ fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .context("the demo campaign failed")?;
     let mut worst = ExitCode::SUCCESS;
     for member in &outcome.members {
-        let report = vac_harness::probe::report(&dir.join(&member.dir))
-            .with_context(|| format!("cannot read the {} fixture's receipts back", member.target))?;
+        let report = vac_harness::probe::report(&dir.join(&member.dir)).with_context(|| {
+            format!("cannot read the {} fixture's receipts back", member.target)
+        })?;
         if !args.json {
             println!("== {} fixture ==", member.target);
         }

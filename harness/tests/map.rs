@@ -101,12 +101,7 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
         .iter()
         .map(|s| s["tools"].as_array().unwrap().len() * clauses)
         .sum();
-    let server = |needle: &str| {
-        servers
-            .iter()
-            .find(|s| s["id"] == needle)
-            .unwrap()
-    };
+    let server = |needle: &str| servers.iter().find(|s| s["id"] == needle).unwrap();
     assert_eq!(server("honest")["summary"]["confirmed"], 0);
     assert_eq!(server("broad")["summary"]["confirmed"], 0);
     let dishonest = server("dishonest");

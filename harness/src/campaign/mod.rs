@@ -17,6 +17,7 @@
 //!   members the chain lists and check each member's head against it.
 
 mod file;
+pub mod import;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
