@@ -165,6 +165,31 @@ enum CampaignCommand {
     Merge(CampaignMergeArgs),
     /// Check a campaign file and print its plan (this shard's targets) without running.
     Check(CampaignRunArgs),
+    /// Write the Kubernetes Indexed Job and the Slurm array (each with its merge step) that
+    /// run a campaign in N shards (from `deploy/`).
+    Deploy(CampaignDeployArgs),
+}
+
+#[derive(Args)]
+struct CampaignDeployArgs {
+    /// The campaign file.
+    file: PathBuf,
+    /// How many shards.
+    #[arg(long)]
+    shards: u32,
+    /// The directory to write `kubernetes.yaml`, `campaign.sbatch` and `merge.sbatch` in.
+    #[arg(long)]
+    to: PathBuf,
+    /// The container image with vac in it (Kubernetes).
+    #[arg(long, default_value = "vac:latest")]
+    image: String,
+    /// The PersistentVolumeClaim the shards write to (Kubernetes).
+    #[arg(long, default_value = "vac-runs")]
+    claim: String,
+    /// The shared directory every Slurm node writes its shard under (default: the
+    /// campaign's `out`, made absolute).
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -181,6 +206,10 @@ struct CampaignRunArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Write into this directory instead of the file's `out` (a shard writes
+    /// `OUT/shard-K-of-N`).
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -694,7 +723,10 @@ fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let load = |args: &CampaignRunArgs| -> Result<(Campaign, Option<Shard>), String> {
-        let campaign = Campaign::load(&args.file).map_err(|e| e.to_string())?;
+        let mut campaign = Campaign::load(&args.file).map_err(|e| e.to_string())?;
+        if let Some(out) = &args.out {
+            campaign.out = out.clone();
+        }
         let shard = shard_of(args)?;
         Ok((campaign, shard))
     };
@@ -736,6 +768,42 @@ fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(campaign::resume(&args.dir, progress(args.quiet)))
         }
         CampaignCommand::Merge(args) => campaign::merge(&args.out, &args.shards),
+        CampaignCommand::Deploy(args) => {
+            let loaded = match Campaign::load(&args.file) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            if args.shards == 0 || args.shards > 10_000 {
+                eprintln!("vac: --shards {}: expected 1 to 10000", args.shards);
+                return Ok(Exit::Usage.into());
+            }
+            let out = args.out.clone().unwrap_or_else(|| loaded.out.clone());
+            let deploy = campaign::deploy::Deploy {
+                shards: args.shards,
+                image: args.image.clone(),
+                claim: args.claim.clone(),
+                out: std::path::absolute(&out)
+                    .unwrap_or(out)
+                    .display()
+                    .to_string(),
+            };
+            let files = campaign::deploy::render(&loaded, &deploy);
+            match campaign::deploy::write(&args.to, &files) {
+                Ok(written) => {
+                    for path in written {
+                        println!("{}", path.display());
+                    }
+                    return Ok(Exit::Clean.into());
+                }
+                Err(error) => {
+                    eprintln!("vac: {}: {error}", args.to.display());
+                    return Ok(Exit::Usage.into());
+                }
+            }
+        }
     };
     let outcome = match outcome {
         Ok(outcome) => outcome,

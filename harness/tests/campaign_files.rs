@@ -156,3 +156,107 @@ fn the_schema_accepts_the_sample_and_the_documented_example_and_refuses_bad_file
         .unwrap();
     assert!(validator.is_valid(&as_json(example)));
 }
+
+#[test]
+fn the_deploy_manifests_render_with_the_shard_count_and_command_lines_vac_accepts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("deploy");
+    let shared = tmp.path().join("shared");
+    let output = Command::new(common::VAC)
+        .args([
+            "campaign",
+            "deploy",
+            "tests/data/campaign/sample/campaign.toml",
+            "--shards",
+            "3",
+            "--to",
+            to.to_str().unwrap(),
+            "--image",
+            "registry.example/vac:0.1.0",
+            "--out",
+            shared.to_str().unwrap(),
+        ])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let read = |name: &str| std::fs::read_to_string(to.join(name)).unwrap();
+    let (k8s, sbatch, merge) = (
+        read("kubernetes.yaml"),
+        read("campaign.sbatch"),
+        read("merge.sbatch"),
+    );
+    for text in [&k8s, &sbatch, &merge] {
+        assert!(!text.contains("{{"), "a placeholder is left: {text}");
+    }
+    // Kubernetes: an Indexed Job of 3, privileged (and saying so), the campaign in a
+    // ConfigMap, and a merge of exactly the 3 shard directories.
+    assert!(k8s.contains("completionMode: Indexed"));
+    assert!(k8s.contains("completions: 3") && k8s.contains("parallelism: 3"));
+    assert!(k8s.contains("privileged: true") && k8s.contains("PRIVILEGED:"));
+    assert!(k8s.contains("image: registry.example/vac:0.1.0"));
+    assert!(
+        k8s.contains("    name = \"fixtures\""),
+        "the campaign file is in the ConfigMap"
+    );
+    assert!(k8s.contains(
+        "vac campaign run /campaign/campaign.toml --shards 3 --out /runs/fixtures --quiet"
+    ));
+    assert!(k8s.contains(
+        r#"command: ["vac", "campaign", "merge", "/runs/fixtures/merged", "/runs/fixtures/shard-0-of-3", "/runs/fixtures/shard-1-of-3", "/runs/fixtures/shard-2-of-3"]"#
+    ));
+    // Slurm: an array of 3 tasks and a merge of their 3 directories.
+    assert!(sbatch.contains("#SBATCH --array=0-2"));
+    let campaign =
+        std::path::absolute(root.join("tests/data/campaign/sample/campaign.toml")).unwrap();
+    let shared = shared.display().to_string();
+    assert!(sbatch.contains(&format!(
+        "vac campaign run {} --out {shared} --quiet",
+        campaign.display()
+    )));
+    assert!(merge.contains(&format!(
+        "vac campaign merge {shared}/merged {shared}/shard-0-of-3 {shared}/shard-1-of-3 {shared}/shard-2-of-3"
+    )));
+    for script in ["campaign.sbatch", "merge.sbatch"] {
+        let syntax = Command::new("bash")
+            .arg("-n")
+            .arg(to.join(script))
+            .output()
+            .unwrap();
+        assert!(syntax.status.success(), "{script}: {syntax:?}");
+    }
+    // The command lines are ones vac accepts, with the shard the scheduler gives.
+    let k8s_check = Command::new(common::VAC)
+        .args([
+            "campaign",
+            "check",
+            campaign.to_str().unwrap(),
+            "--shards",
+            "3",
+            "--out",
+            "/runs/fixtures",
+        ])
+        .env("JOB_COMPLETION_INDEX", "2")
+        .output()
+        .unwrap();
+    assert!(k8s_check.status.success(), "{k8s_check:?}");
+    assert!(String::from_utf8_lossy(&k8s_check.stdout).contains("/runs/fixtures/shard-2-of-3"));
+    let slurm_check = Command::new(common::VAC)
+        .args([
+            "campaign",
+            "check",
+            campaign.to_str().unwrap(),
+            "--out",
+            &shared,
+        ])
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .env("SLURM_ARRAY_TASK_MIN", "0")
+        .env("SLURM_ARRAY_TASK_COUNT", "3")
+        .output()
+        .unwrap();
+    assert!(slurm_check.status.success(), "{slurm_check:?}");
+    assert!(
+        String::from_utf8_lossy(&slurm_check.stdout).contains(&format!("{shared}/shard-1-of-3"))
+    );
+}

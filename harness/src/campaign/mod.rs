@@ -16,6 +16,7 @@
 //! - readers (`vac verify`, `vac report`, `vac static`, the analysis crate) read exactly the
 //!   members the chain lists and check each member's head against it.
 
+pub mod deploy;
 mod file;
 pub mod import;
 
