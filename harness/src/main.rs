@@ -712,9 +712,13 @@ fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 /// `vac campaign run|resume|merge|check`.
 fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
     use vac_harness::campaign::{self, Campaign, Progress, RunError, Shard};
-    let progress = |quiet: bool| match quiet {
-        true => Progress::Quiet,
-        false => Progress::Lines,
+    let progress = |quiet: bool| {
+        use std::io::IsTerminal;
+        match (quiet, std::io::stderr().is_terminal()) {
+            (true, _) => Progress::Quiet,
+            (false, true) => Progress::Bar,
+            (false, false) => Progress::Lines,
+        }
     };
     let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, String> {
         match &args.shard {

@@ -170,11 +170,14 @@ pub enum RunError {
     Merge(String),
 }
 
-/// Progress lines on stderr, one per finished probe, unless quiet.
+/// How a campaign shows its progress on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
     Quiet,
+    /// One line per finished probe (stderr is not a terminal).
     Lines,
+    /// A bar: probes done of all, probes in flight, elapsed, eta (stderr is a terminal).
+    Bar,
 }
 
 /// One planned probe: a target (by index into the campaign's) and a 1-based repetition.
@@ -366,9 +369,34 @@ async fn execute(
         }
     }
     let started = std::time::Instant::now();
+    let flying = std::sync::atomic::AtomicUsize::new(0);
+    let bar = (progress == Progress::Bar).then(|| {
+        let bar = indicatif::ProgressBar::new(total as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} probes · {msg} · eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_position(kept as u64);
+        bar
+    });
     // Up to `jobs` probes at once; `buffered` hands them back in plan order.
     let mut results = futures_util::stream::iter(todo.iter().copied())
-        .map(|p| probe_member(campaign, dir, p))
+        .map(|p| {
+            let flying = &flying;
+            let bar = bar.as_ref();
+            async move {
+                let now = flying.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if let Some(bar) = bar {
+                    bar.set_message(format!("{now} in flight"));
+                }
+                let member = probe_member(campaign, dir, p).await;
+                flying.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                member
+            }
+        })
         .buffered(campaign.jobs.max(1));
     while let Some(member) = results.next().await {
         writer
@@ -378,6 +406,17 @@ async fn execute(
                 source,
             })?;
         members.push(member);
+        if let Some(bar) = &bar {
+            let m = members.last().expect("pushed");
+            bar.inc(1);
+            bar.set_message(format!(
+                "{} in flight · last {} rep {}: {}",
+                flying.load(std::sync::atomic::Ordering::Relaxed),
+                m.target,
+                m.repetition,
+                m.status
+            ));
+        }
         if progress == Progress::Lines {
             let m = members.last().expect("pushed");
             eprintln!(
@@ -392,6 +431,9 @@ async fn execute(
         }
     }
     drop(results);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     writer.seal(None).map_err(|source| RunError::Receipts {
         dir: dir.to_path_buf(),
         source,
