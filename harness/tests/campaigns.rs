@@ -396,3 +396,39 @@ fn shards_merge_into_the_unsharded_grid_and_bad_sets_are_refused_by_name() {
         "a shard of another campaign",
     );
 }
+
+#[test]
+fn the_calls_per_server_budget_skips_the_tools_past_it() {
+    let test = "the_calls_per_server_budget_skips_the_tools_past_it";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("budget.toml");
+    std::fs::write(
+        &file,
+        "name = \"budget\"\n\n[budgets]\ncalls_per_server = 3\n\n[[target]]\nid = \"broad\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"broad\"]\n",
+    )
+    .unwrap();
+    let run = vac_in(
+        tmp.path(),
+        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+    );
+    assert!(run.status.success(), "{run:?}");
+    let report = common::vac(&[
+        "report",
+        "--json",
+        tmp.path().join("runs/budget/broad/rep-1").to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let list = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == "list_files")
+        .unwrap();
+    assert_eq!(
+        list["reason"], "budget",
+        "list_files plans more than 3 calls: {list}"
+    );
+}

@@ -90,8 +90,8 @@ pub struct WriterOptions {
 
 /// Appends records to `<dir>/receipts.jsonl` and blobs to `<dir>/blobs/`.
 ///
-/// Records are buffered; `run_end`, `contract` and `campaign_start` records, the
-/// seal and [`ReceiptWriter::sync`] flush and fsync the blobs, then the log.
+/// Records are buffered; `run_end`, `contract`, `plan`, `member` and `campaign_start`
+/// records, the seal and [`ReceiptWriter::sync`] flush and fsync the blobs, then the log.
 #[derive(Debug)]
 pub struct ReceiptWriter {
     path: PathBuf,
@@ -250,8 +250,12 @@ impl ReceiptWriter {
                 self.open_run = None;
                 self.sync()?;
             }
-            // A member record says a whole probe is done: it must outlive a crash.
-            Body::CampaignStart(_) | Body::Contract(_) | Body::Member(_) => self.sync()?,
+            // Pre-registration (the contract, the plan) is on disk before anything it
+            // governs runs, and a member record says a whole probe is done: each must
+            // outlive a crash.
+            Body::CampaignStart(_) | Body::Contract(_) | Body::Plan(_) | Body::Member(_) => {
+                self.sync()?
+            }
             _ => {}
         }
         Ok(hash)

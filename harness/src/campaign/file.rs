@@ -37,6 +37,8 @@ pub struct Budgets {
     pub calls_per_tool: usize,
     /// Tools given a subject run per server at most (`--max-tools`).
     pub tools_per_server: usize,
+    /// Calls per server at most, over all its tools.
+    pub calls_per_server: usize,
     /// Seconds to wait for initialize and for each call (`--timeout`).
     pub timeout_seconds: u64,
     /// Seconds one target × repetition may take in all; past it the probe is stopped and
@@ -49,6 +51,7 @@ impl Default for Budgets {
         Budgets {
             calls_per_tool: 6,
             tools_per_server: 128,
+            calls_per_server: 10_000,
             timeout_seconds: 20,
             wall_seconds_per_server: 1800,
         }
@@ -120,6 +123,8 @@ struct RawBudgets {
     calls_per_tool: Option<Spanned<i64>>,
     #[serde(default)]
     tools_per_server: Option<Spanned<i64>>,
+    #[serde(default)]
+    calls_per_server: Option<Spanned<i64>>,
     #[serde(default)]
     timeout_seconds: Option<Spanned<i64>>,
     #[serde(default)]
@@ -232,6 +237,12 @@ impl Campaign {
                 "tools_per_server",
                 budgets.tools_per_server as i64,
                 100_000,
+            )? as usize;
+            budgets.calls_per_server = count(
+                b.calls_per_server,
+                "calls_per_server",
+                budgets.calls_per_server as i64,
+                1_000_000,
             )? as usize;
             budgets.timeout_seconds = count(
                 b.timeout_seconds,

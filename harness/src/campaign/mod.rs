@@ -227,6 +227,7 @@ fn probe_seed(seed: u64, id: &str, repetition: u32) -> u64 {
 /// a reader needs without parsing it again.
 fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
     json!({CONFIG_KEY: {
+        "vac_git": git_describe(),
         "name": campaign.name,
         "file": campaign.file.display().to_string(),
         "text": campaign.text,
@@ -236,6 +237,11 @@ fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
         "shard": shard.map(|s| json!({"index": s.index, "count": s.count})),
         "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
     }})
+}
+
+/// `git describe` of the vac that runs, when it was built from a checkout.
+fn git_describe() -> Option<&'static str> {
+    Some(env!("VAC_GIT_DESCRIBE")).filter(|d| !d.is_empty())
 }
 
 /// Runs `campaign` (or one shard of it) into a new campaign directory.
@@ -484,6 +490,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);
     options.max_calls_per_tool = budgets.calls_per_tool;
     options.max_tools = budgets.tools_per_server;
+    options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
     options.inputs = target.inputs.clone();
     options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
@@ -718,6 +725,7 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
         &campaign.text,
         campaign.seed,
         json!({CONFIG_KEY: {
+            "vac_git": git_describe(),
             "name": campaign.name,
             "file": campaign.file.display().to_string(),
             "text": campaign.text,

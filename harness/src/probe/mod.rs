@@ -56,6 +56,9 @@ pub struct ProbeOptions {
     pub max_calls_per_tool: usize,
     /// Subject runs per server at most; the tools beyond are `skipped: budget`.
     pub max_tools: usize,
+    /// Calls per server at most, over all its subject runs; a tool whose calls would pass
+    /// it is `skipped: budget`.
+    pub max_calls: usize,
     pub seed: u64,
     pub limits: Limits,
     /// Host directory for run directories (default: the sandbox's).
@@ -88,6 +91,7 @@ impl ProbeOptions {
             },
             max_calls_per_tool: 6,
             max_tools: 128,
+            max_calls: 10_000,
             seed: 0,
             limits: Limits {
                 wall_clock: Duration::from_secs(300),
@@ -183,7 +187,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let planted_files = inputs::read_plants(&options.inputs.plants)?;
     let target = options.target.describe();
     let nonce = nonce()?;
-    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "max_tools": options.max_tools,
+    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
         "client": options.client, "limits": options.limits, "inputs": options.inputs});
@@ -358,6 +362,11 @@ fn plan_probe(
         if restricted(Some(Clause::FsWrite)) {
             let paths = plants.witness_paths(ordinal);
             calls.extend(plan_witness(&decl.name, &decl.input_schema, &plants, paths));
+        }
+        if next_index + calls.len() > options.max_calls {
+            plan.not_called
+                .push((decl.name.clone(), SkipReason::Budget));
+            continue;
         }
         let first_index = next_index;
         next_index += calls.len();
