@@ -34,7 +34,8 @@ enum Command {
     /// Audit one MCP server: `vac probe [--json] [--out DIR] [--http PORT[/PATH]] -- CMD ARGS…`
     /// (stdio, or Streamable HTTP served inside the sandbox) or `vac probe --url URL`.
     Probe(ProbeArgs),
-    /// Recompute a receipt directory's hash chain and blobs; name the first bad record.
+    /// Recompute a receipt directory's hash chain and blobs and re-grade its verdicts; name
+    /// the first bad record. A campaign directory: its chain, then every probe it lists.
     Verify(VerifyArgs),
     /// Print a probe's verdicts regenerated from its receipts alone; with `--out`, write the
     /// conformance map of a probe or campaign directory (HTML, Markdown, JSON, CSV, Parquet,
@@ -1076,19 +1077,16 @@ fn verify_campaign(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 /// One probe's chain and blobs, then every verdict record re-derived from its evidence.
-fn verify_probe(dir_path: &std::path::Path) -> Exit {
-    let args = VerifyArgs {
-        dir: dir_path.to_path_buf(),
-    };
-    let dir = args.dir.display();
-    let chain = match vac_receipts::verify(&args.dir, &vac_receipts::VerifyOptions::default()) {
+fn verify_probe(path: &std::path::Path) -> Exit {
+    let dir = path.display();
+    let chain = match vac_receipts::verify(path, &vac_receipts::VerifyOptions::default()) {
         Ok(report) => report,
         Err(error) => {
             println!("{dir}: BROKEN: {error}");
             return Exit::Broken;
         }
     };
-    match vac_harness::probe::check_verdicts(&args.dir) {
+    match vac_harness::probe::check_verdicts(path) {
         Ok(mismatches) if mismatches.is_empty() => {
             println!("{dir}: {chain}; every verdict re-graded from the recorded evidence");
             Exit::Clean

@@ -432,3 +432,52 @@ fn the_calls_per_server_budget_skips_the_tools_past_it() {
         "list_files plans more than 3 calls: {list}"
     );
 }
+
+#[test]
+fn a_probe_past_its_wall_time_budget_is_stopped_and_recorded_timed_out() {
+    let test = "a_probe_past_its_wall_time_budget_is_stopped_and_recorded_timed_out";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("slow.toml");
+    // A server that never answers initialize, a 30 s answer timeout and a 2 s budget.
+    std::fs::write(
+        &file,
+        "name = \"slow\"\n\n[budgets]\ntimeout_seconds = 30\nwall_seconds_per_server = 2\n\n[[target]]\nid = \"mute\"\ncommand = [\"/bin/sleep\", \"61.25\"]\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let run = vac_in(
+        tmp.path(),
+        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "a timed-out probe is incomplete: {run:?}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the budget, not the answer timeout, ended it"
+    );
+    let dir = tmp.path().join("runs/slow");
+    let listed = members(&dir);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["status"], "timed_out", "{}", listed[0]);
+    assert_eq!(listed[0]["head"], Value::Null);
+    let verify = common::verify(&dir);
+    assert!(
+        verify.status.success(),
+        "the campaign chain still verifies: {verify:?}"
+    );
+    // The sandboxed server went with its probe.
+    let left = Command::new("pgrep")
+        .args(["-f", "sleep 61.25"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "the server outlived its budget: {left:?}"
+    );
+}
