@@ -587,7 +587,6 @@ fn static_of_campaign(
     args: &StaticArgs,
 ) -> anyhow::Result<ExitCode> {
     use vac_analysis::scan::{self, Scope};
-    use vac_harness::campaign::TargetKind;
     if args.import.is_some() || args.contract.is_some() {
         eprintln!(
             "vac: a campaign that has not run has no verdicts to compare (--import), and its \
@@ -598,24 +597,12 @@ fn static_of_campaign(
     let runtime = runtime()?;
     let mut findings = Vec::new();
     for target in &campaign.targets {
-        let kind = match &target.kind {
-            TargetKind::Stdio(command) => Target::Stdio(command.clone()),
-            TargetKind::Http {
-                command,
-                port,
-                path,
-            } => Target::LaunchedHttp {
-                command: command.clone(),
-                port: *port,
-                path: path.clone(),
-            },
-            TargetKind::Url(url) => match HttpEndpoint::parse(url) {
-                Ok(endpoint) => Target::RemoteHttp(endpoint),
-                Err(error) => {
-                    eprintln!("vac: target {:?}: {error}", target.id);
-                    return Ok(Exit::Usage.into());
-                }
-            },
+        let kind = match target.kind.target() {
+            Ok(kind) => kind,
+            Err(error) => {
+                eprintln!("vac: target {:?}: {error}", target.id);
+                return Ok(Exit::Usage.into());
+            }
         };
         let mut options = ProbeOptions::new(kind, PathBuf::new());
         options.client.initialize_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);

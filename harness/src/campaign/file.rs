@@ -83,6 +83,29 @@ pub enum TargetKind {
     Url(String),
 }
 
+impl TargetKind {
+    /// The probe target: a command on stdio or serving HTTP in the sandbox, or a remote URL
+    /// (an error when it is not an `http://` URL).
+    pub fn target(&self) -> Result<crate::probe::Target, String> {
+        use crate::probe::Target;
+        Ok(match self {
+            TargetKind::Stdio(command) => Target::Stdio(command.clone()),
+            TargetKind::Http {
+                command,
+                port,
+                path,
+            } => Target::LaunchedHttp {
+                command: command.clone(),
+                port: *port,
+                path: path.clone(),
+            },
+            TargetKind::Url(url) => Target::RemoteHttp(
+                crate::client::HttpEndpoint::parse(url).map_err(|e| e.to_string())?,
+            ),
+        })
+    }
+}
+
 /// A campaign file that cannot be run, named by where.
 #[derive(Debug, thiserror::Error)]
 pub enum CampaignError {

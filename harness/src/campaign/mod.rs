@@ -31,7 +31,7 @@ use vac_receipts::{Body, Member, ReceiptWriter, WriterOptions};
 pub use file::{Budgets, Campaign, CampaignError, CampaignTarget, TargetKind};
 
 use crate::exit::Exit;
-use crate::probe::{ContractSource, ProbeOptions, Target};
+use crate::probe::{ContractSource, ProbeOptions};
 
 /// The key of a campaign log's configuration (`campaign_start.config.campaign`).
 pub const CONFIG_KEY: &str = "campaign";
@@ -457,32 +457,20 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     let target = &campaign.targets[planned.target];
     let relative = member_dir(&target.id, planned.repetition);
     let out = dir.join(&relative);
-    let kind = match &target.kind {
-        TargetKind::Stdio(command) => Target::Stdio(command.clone()),
-        TargetKind::Http {
-            command,
-            port,
-            path,
-        } => Target::LaunchedHttp {
-            command: command.clone(),
-            port: *port,
-            path: path.clone(),
-        },
-        TargetKind::Url(url) => match crate::client::HttpEndpoint::parse(url) {
-            Ok(endpoint) => Target::RemoteHttp(endpoint),
-            Err(error) => {
-                return member(
-                    &relative,
-                    target,
-                    planned,
-                    "failed",
-                    Exit::Usage,
-                    None,
-                    0,
-                    error.to_string(),
-                );
-            }
-        },
+    let kind = match target.kind.target() {
+        Ok(kind) => kind,
+        Err(error) => {
+            return member(
+                &relative,
+                target,
+                planned,
+                "failed",
+                Exit::Usage,
+                None,
+                0,
+                error,
+            );
+        }
     };
     let mut options = ProbeOptions::new(kind, out.clone());
     let budgets = campaign.budgets;
@@ -589,6 +577,11 @@ fn anyhow_chain(error: &dyn std::error::Error) -> String {
 
 /// The members a sealed campaign log lists, after verifying its chain.
 pub fn members(dir: &Path) -> Result<Vec<Member>, RunError> {
+    Ok(verified_members(dir)?.1)
+}
+
+/// A sealed campaign log's chain, verified, and the members it lists.
+fn verified_members(dir: &Path) -> Result<(vac_receipts::VerifyReport, Vec<Member>), RunError> {
     let report =
         vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|e| {
             RunError::NotCampaign {
@@ -619,7 +612,7 @@ pub fn members(dir: &Path) -> Result<Vec<Member>, RunError> {
             out.push(member);
         }
     }
-    Ok(out)
+    Ok((report, out))
 }
 
 /// Merges shard directories of one campaign into `out`: each shard's chain verifies and is
@@ -676,9 +669,7 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
             )));
         }
         seen_index.push((shard.index, dir.clone()));
-        let report = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
-            .map_err(|e| refuse(format!("{}: BROKEN: {e}", dir.display())))?;
-        let members = members(dir)?;
+        let (report, members) = verified_members(dir)?;
         heads.push((dir.clone(), shard, report.head.to_string(), report.records));
         for member in members {
             listed.push((dir.clone(), member));
@@ -721,22 +712,14 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
             planned.len()
         )));
     }
-    let start = crate::probe::campaign_start(
-        &campaign.text,
-        campaign.seed,
-        json!({CONFIG_KEY: {
-            "vac_git": git_describe(),
-            "name": campaign.name,
-            "file": campaign.file.display().to_string(),
-            "text": campaign.text,
-            "seed": campaign.seed,
-            "repetitions": campaign.repetitions,
-            "jobs": campaign.jobs,
-            "shard": Value::Null,
-            "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
-            "merged_from": heads.iter().map(|(dir, s, head, _)| json!({"dir": dir.display().to_string(), "shard": format!("{}/{}", s.index, s.count), "head": head})).collect::<Vec<_>>(),
-        }}),
-    );
+    let mut merged = config(&campaign, None);
+    merged[CONFIG_KEY]["merged_from"] = heads
+        .iter()
+        .map(|(dir, s, head, _)| {
+            json!({"dir": dir.display().to_string(), "shard": format!("{}/{}", s.index, s.count), "head": head})
+        })
+        .collect();
+    let start = crate::probe::campaign_start(&campaign.text, campaign.seed, merged);
     let mut writer =
         ReceiptWriter::create(out, WriterOptions::default(), start).map_err(|source| {
             RunError::Receipts {
