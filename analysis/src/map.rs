@@ -390,3 +390,59 @@ pub fn to_json(map: &Map) -> Value {
         })).collect::<Vec<_>>(),
     })
 }
+
+/// How two maps' grids differ: the cells whose headline verdict changed (or that only one
+/// map has), and the cells unstable across repetitions in either.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GridDiff {
+    /// (server, tool, clause, verdict in the first, verdict in the second); a cell missing
+    /// from one map shows as [`NOT_GRADED`] there.
+    pub changed: Vec<(String, String, String, String, String)>,
+    /// (server, tool, clause, which map: `first`, `second` or `both`).
+    pub unstable: Vec<(String, String, String, &'static str)>,
+    pub cells: usize,
+}
+
+/// Compares the verdict grids of two maps (a published campaign and its rerun): bytes
+/// differ between runs (nonces, timestamps), verdicts should not.
+pub fn compare_grids(first: &Map, second: &Map) -> GridDiff {
+    type Cells<'a> = std::collections::BTreeMap<(&'a str, &'a str, &'a str), &'a MapCell>;
+    fn cells(map: &Map) -> Cells<'_> {
+        map.cells()
+            .map(|(s, t, c)| ((s.id.as_str(), t.name.as_str(), c.clause.as_str()), c))
+            .collect()
+    }
+    let (a, b) = (cells(first), cells(second));
+    let mut keys: Vec<&(&str, &str, &str)> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut diff = GridDiff {
+        cells: keys.len(),
+        ..GridDiff::default()
+    };
+    for key in keys {
+        let (x, y) = (a.get(key), b.get(key));
+        let verdict = |c: Option<&&MapCell>| c.map_or(NOT_GRADED, |c| c.verdict);
+        let (s, t, c) = (key.0.to_owned(), key.1.to_owned(), key.2.to_owned());
+        if verdict(x) != verdict(y) {
+            diff.changed.push((
+                s.clone(),
+                t.clone(),
+                c.clone(),
+                verdict(x).to_owned(),
+                verdict(y).to_owned(),
+            ));
+        }
+        let unstable = |c: Option<&&MapCell>| c.is_some_and(|c| !c.stable);
+        let which = match (unstable(x), unstable(y)) {
+            (true, true) => Some("both"),
+            (true, false) => Some("first"),
+            (false, true) => Some("second"),
+            (false, false) => None,
+        };
+        if let Some(which) = which {
+            diff.unstable.push((s, t, c, which));
+        }
+    }
+    diff
+}

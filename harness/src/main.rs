@@ -169,6 +169,17 @@ enum CampaignCommand {
     /// Write the Kubernetes Indexed Job and the Slurm array (each with its merge step) that
     /// run a campaign in N shards (from `deploy/`).
     Deploy(CampaignDeployArgs),
+    /// Compare the verdict grids of two receipt directories (a campaign and its rerun):
+    /// the cells that changed, and those unstable across repetitions; exit 4 if any changed.
+    Compare(CampaignCompareArgs),
+    /// Print the campaign file a campaign directory's chain recorded, byte for byte.
+    Recorded(CampaignResumeArgs),
+}
+
+#[derive(Args)]
+struct CampaignCompareArgs {
+    first: PathBuf,
+    second: PathBuf,
 }
 
 #[derive(Args)]
@@ -659,6 +670,46 @@ fn print_static(
     }
 }
 
+/// `vac campaign compare A B`: the verdict grids of two receipt directories, cell by cell.
+fn compare_grids(first: &std::path::Path, second: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let load = |dir: &std::path::Path| match vac_analysis::load(dir, None) {
+        Ok(analysis) => Ok(analysis),
+        Err(error) if error.is_broken() => {
+            println!("{error}");
+            Err(Exit::Broken)
+        }
+        Err(error) => {
+            eprintln!("vac: {error}");
+            Err(Exit::Usage)
+        }
+    };
+    let (a, b) = match (load(first), load(second)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(exit), _) | (_, Err(exit)) => return Ok(exit.into()),
+    };
+    let diff = vac_analysis::map::compare_grids(&a.map, &b.map);
+    println!(
+        "{} vs {}: {} cells, {} changed, {} unstable across repetitions",
+        first.display(),
+        second.display(),
+        diff.cells,
+        diff.changed.len(),
+        diff.unstable.len()
+    );
+    for (server, tool, clause, x, y) in &diff.changed {
+        println!("CHANGED {server} × {tool} × {clause}: {x} → {y}");
+    }
+    for (server, tool, clause, which) in &diff.unstable {
+        println!("UNSTABLE {server} × {tool} × {clause} (in {which})");
+    }
+    Ok(if diff.changed.is_empty() {
+        Exit::Clean
+    } else {
+        Exit::Broken
+    }
+    .into())
+}
+
 /// `vac import FILE`: a campaign file from an agent host's config.
 fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
@@ -760,6 +811,17 @@ fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(campaign::resume(&args.dir, progress(args.quiet)))
         }
         CampaignCommand::Merge(args) => campaign::merge(&args.out, &args.shards),
+        CampaignCommand::Compare(args) => return compare_grids(&args.first, &args.second),
+        CampaignCommand::Recorded(args) => match campaign::recorded_text(&args.dir) {
+            Ok(text) => {
+                print!("{text}");
+                return Ok(Exit::Clean.into());
+            }
+            Err(error) => {
+                eprintln!("vac: {error}");
+                return Ok(Exit::Usage.into());
+            }
+        },
         CampaignCommand::Deploy(args) => {
             let loaded = match Campaign::load(&args.file) {
                 Ok(loaded) => loaded,

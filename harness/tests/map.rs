@@ -317,3 +317,47 @@ fn report_out_on_bad_input_names_it_and_writes_nothing() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown format \"pdf\""));
 }
+
+/// The published campaign's map (`results/`, checked by VERIFY.sh) opens offline in
+/// headless Chromium: one heat-map cell per server × tool × clause of its JSON, the
+/// totals of its JSON, its static-vs-dynamic matrix, no request but itself.
+#[test]
+fn the_published_map_opens_offline_in_chromium() {
+    let test = "the_published_map_opens_offline_in_chromium";
+    let Some(_) = chromium(test) else {
+        return;
+    };
+    let dir = std::fs::canonicalize(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/thirdparty/map"),
+    )
+    .unwrap();
+    let map: Value = serde_json::from_slice(&std::fs::read(dir.join("map.json")).unwrap()).unwrap();
+    let clauses = map["clauses"].as_array().unwrap().len();
+    let cells: usize = map["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tools"].as_array().unwrap().len() * clauses)
+        .sum();
+    let steps = [
+        "document.querySelectorAll('svg.heatmap g.cell').length",
+        "Number(document.querySelector('#totals td[data-count=confirmed]').textContent)",
+        "document.querySelectorAll('#static-matrix tbody tr').length",
+    ];
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("published-map.png");
+    let page = cdp(&dir.join("map.html"), &steps, &screenshot);
+    let results = page["results"].as_array().unwrap();
+    assert_eq!(results[0], cells);
+    assert_eq!(results[1], map["summary"]["confirmed"]);
+    assert_eq!(
+        results[2],
+        map["static_dynamic"]["matrix"].as_array().unwrap().len()
+    );
+    let url = format!("file://{}", dir.join("map.html").display());
+    assert_eq!(
+        page["requests"],
+        json!([url]),
+        "the page fetches nothing but itself"
+    );
+    assert_eq!(page["exceptions"], json!([]), "{page}");
+}

@@ -228,6 +228,7 @@ fn probe_seed(seed: u64, id: &str, repetition: u32) -> u64 {
 fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
     json!({CONFIG_KEY: {
         "vac_git": git_describe(),
+        "provenance": provenance(campaign),
         "name": campaign.name,
         "file": campaign.file.display().to_string(),
         "text": campaign.text,
@@ -237,6 +238,61 @@ fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
         "shard": shard.map(|s| json!({"index": s.index, "count": s.count})),
         "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
     }})
+}
+
+/// What a reader needs to rerun the campaign beyond its file: the distribution, and for
+/// every target the npm packages its command runs from (`name@version` from their
+/// `package.json`) with the blake3 of the `package-lock.json` beside their `node_modules`.
+fn provenance(campaign: &Campaign) -> Value {
+    let distribution = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        });
+    let targets: Vec<Value> = campaign
+        .targets
+        .iter()
+        .map(|t| {
+            let words: Vec<&std::ffi::OsString> = match &t.kind {
+                TargetKind::Stdio(command) | TargetKind::Http { command, .. } => {
+                    command.iter().collect()
+                }
+                TargetKind::Url(_) => Vec::new(),
+            };
+            let packages: Vec<Value> = words
+                .iter()
+                .filter_map(|w| npm_package(Path::new(w)))
+                .collect();
+            json!({"id": t.id, "packages": packages})
+        })
+        .collect();
+    json!({"distribution": distribution, "targets": targets})
+}
+
+/// The npm package a file belongs to: the directory right under the nearest
+/// `node_modules` (or `node_modules/@scope`), its `package.json`'s name and version, and
+/// the lock file of the install.
+fn npm_package(file: &Path) -> Option<Value> {
+    if !file.is_absolute() || !file.exists() {
+        return None;
+    }
+    let parts: Vec<&std::ffi::OsStr> = file.iter().collect();
+    let at = parts.iter().rposition(|p| *p == "node_modules")?;
+    let scoped = parts.get(at + 1)?.to_string_lossy().starts_with('@');
+    let depth = at + if scoped { 3 } else { 2 };
+    let root: PathBuf = parts[..depth.min(parts.len())].iter().collect();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("package.json")).ok()?).ok()?;
+    let install: PathBuf = parts[..at].iter().collect();
+    let lock = std::fs::read(install.join("package-lock.json"))
+        .ok()
+        .map(|bytes| blake3::hash(&bytes).to_hex().to_string());
+    Some(json!({
+        "package": format!("{}@{}", manifest["name"].as_str()?, manifest["version"].as_str()?),
+        "lock_blake3": lock,
+    }))
 }
 
 /// `git describe` of the vac that runs, when it was built from a checkout.
@@ -295,6 +351,16 @@ pub fn recorded(dir: &Path) -> Result<(Campaign, Option<Shard>), RunError> {
         count: s["count"].as_u64().unwrap_or(1) as u32,
     });
     Ok((campaign, shard))
+}
+
+/// The campaign file's text as the chain's first record holds it.
+pub fn recorded_text(dir: &Path) -> Result<String, RunError> {
+    recorded_config(dir)
+        .and_then(|c| c["text"].as_str().map(str::to_owned))
+        .ok_or_else(|| RunError::NotCampaign {
+            dir: dir.to_path_buf(),
+            detail: "no campaign file recorded in its first record".into(),
+        })
 }
 
 /// Whether `dir` holds a campaign's log (not a probe's).
@@ -808,6 +874,27 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn a_command_inside_node_modules_names_its_package_and_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("node_modules/@scope/server");
+        std::fs::create_dir_all(package.join("dist")).unwrap();
+        std::fs::write(
+            package.join("package.json"),
+            r#"{"name": "@scope/server", "version": "1.2.3"}"#,
+        )
+        .unwrap();
+        std::fs::write(package.join("dist/index.js"), "").unwrap();
+        std::fs::write(dir.path().join("package-lock.json"), "lock").unwrap();
+        let found = npm_package(&package.join("dist/index.js")).unwrap();
+        assert_eq!(found["package"], "@scope/server@1.2.3");
+        assert_eq!(
+            found["lock_blake3"],
+            blake3::hash(b"lock").to_hex().to_string()
+        );
+        assert_eq!(npm_package(Path::new("/usr/bin/env")), None);
     }
 
     #[test]
