@@ -1117,8 +1117,11 @@ fn verify_campaign(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
         }
     }
     if worst == Exit::Clean {
+        let head = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
+            .map(|r| r.head.to_string())
+            .unwrap_or_default();
         println!(
-            "{}: campaign chain verifies; {probes} probes verify and re-grade, each with the head the chain lists",
+            "{}: campaign chain verifies (head {head}); {probes} probes verify and re-grade, each with the head the chain lists",
             dir.display()
         );
     }
