@@ -99,58 +99,39 @@ pub fn files(
             }
             Format::Csv => {
                 out.push(("map.csv".into(), map_csv(&analysis.map).into_bytes()));
-                for name in TABLES {
-                    let mut df = tables::table(&analysis.rows, name)?;
-                    let mut bytes = Vec::new();
-                    tables::write_csv(&mut df, &mut bytes).map_err(|detail| {
-                        AnalysisError::Table {
-                            table: name,
-                            detail,
-                        }
-                    })?;
-                    out.push((format!("tables/{name}.csv"), bytes));
-                }
-                for name in STATIC_TABLES {
-                    let mut df =
-                        tables::static_table(&analysis.findings, &analysis.comparison, name)?;
-                    let mut bytes = Vec::new();
-                    tables::write_csv(&mut df, &mut bytes).map_err(|detail| {
-                        AnalysisError::Table {
-                            table: name,
-                            detail,
-                        }
-                    })?;
-                    out.push((format!("tables/{name}.csv"), bytes));
-                }
+                table_files(analysis, "csv", tables::write_csv, &mut out)?;
             }
-            Format::Parquet => {
-                for name in TABLES {
-                    let mut df = tables::table(&analysis.rows, name)?;
-                    let mut bytes = Vec::new();
-                    tables::write_parquet(&mut df, &mut bytes).map_err(|detail| {
-                        AnalysisError::Table {
-                            table: name,
-                            detail,
-                        }
-                    })?;
-                    out.push((format!("tables/{name}.parquet"), bytes));
-                }
-                for name in STATIC_TABLES {
-                    let mut df =
-                        tables::static_table(&analysis.findings, &analysis.comparison, name)?;
-                    let mut bytes = Vec::new();
-                    tables::write_parquet(&mut df, &mut bytes).map_err(|detail| {
-                        AnalysisError::Table {
-                            table: name,
-                            detail,
-                        }
-                    })?;
-                    out.push((format!("tables/{name}.parquet"), bytes));
-                }
-            }
+            Format::Parquet => table_files(analysis, "parquet", tables::write_parquet, &mut out)?,
         }
     }
     Ok(out)
+}
+
+/// Every table — the seven of the rows, then the three of the static-vs-dynamic comparison —
+/// written by `write` as `tables/<name>.<extension>`.
+fn table_files(
+    analysis: &Analysis,
+    extension: &str,
+    write: fn(&mut polars::prelude::DataFrame, &mut Vec<u8>) -> Result<(), String>,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(), AnalysisError> {
+    let names = TABLES
+        .iter()
+        .map(|n| (*n, false))
+        .chain(STATIC_TABLES.iter().map(|n| (*n, true)));
+    for (name, comparison) in names {
+        let mut df = match comparison {
+            false => tables::table(&analysis.rows, name)?,
+            true => tables::static_table(&analysis.findings, &analysis.comparison, name)?,
+        };
+        let mut bytes = Vec::new();
+        write(&mut df, &mut bytes).map_err(|detail| AnalysisError::Table {
+            table: name,
+            detail,
+        })?;
+        out.push((format!("tables/{name}.{extension}"), bytes));
+    }
+    Ok(())
 }
 
 /// Renders `formats` into `dir` (created if absent); returns the files written.
