@@ -579,7 +579,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
             Exit::CouldNotRun,
             head,
             records,
-            format!("{:#}", anyhow_chain(&error)),
+            crate::probe::error_chain(&error),
         ),
         Ok(Ok(report)) => {
             let exit = Exit::of(&report);
@@ -627,18 +627,6 @@ fn member(
         exit: exit.code(),
         detail,
     }
-}
-
-/// An error and its sources, one line.
-fn anyhow_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The members a sealed campaign log lists, after verifying its chain.

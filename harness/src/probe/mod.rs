@@ -37,6 +37,7 @@ pub use record::campaign_start;
 pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use run::Quiet;
 pub use target::Target;
+pub(crate) use target::error_chain;
 
 use crate::client::ClientOptions;
 use plan::{MalformedTool, PlannedRun, ProbePlan};

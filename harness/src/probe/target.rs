@@ -136,7 +136,8 @@ pub(crate) async fn launched(
         .map_err(|e| fail(ErrorKind::Protocol, e.to_string()))
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its sources, on one line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
