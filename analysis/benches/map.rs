@@ -2,10 +2,12 @@
 //! 1,000,000 effect rows and 100,000 verdict cells (100 servers × 100 tools × 10 clauses,
 //! 100 effect events per tool's run), written through the real receipt writer.
 //!
-//! Prints, for three passes and their median: verify-and-read, the seven polars tables,
-//! the map, and the HTML page (rendered in memory); and the peak resident memory of the
-//! passes (VmHWM, reset after the campaign is written). `VAC_BENCH_DIR` chooses where the
-//! campaign is written (default: a temporary directory under /dev/shm when present).
+//! Prints, for each pass and the median of the passes: verify-and-read, the seven polars
+//! tables, the map, and the HTML page (rendered in memory), with the CPU time of the pass
+//! beside its wall time; and the peak resident memory of the passes (VmHWM, reset after
+//! the campaign is written). `VAC_BENCH_PASSES` sets the passes (default 5: the machine's
+//! noise moves a single pass by a third); `VAC_BENCH_DIR` chooses where the campaign is
+//! written (default: a temporary directory under /dev/shm when present).
 
 #[path = "../tests/synth/mod.rs"]
 mod synth;
@@ -52,8 +54,14 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
+    let count: usize = std::env::var("VAC_BENCH_PASSES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(5);
     let mut passes = Vec::new();
-    for pass in 1..=3 {
+    for pass in 1..=count {
+        let cpu0 = cpu_seconds();
         let t0 = Instant::now();
         let rows = vac_analysis::read(tmp.path()).expect("the campaign reads");
         let t1 = Instant::now();
@@ -68,11 +76,12 @@ fn main() {
         let t3 = Instant::now();
         let html = vac_analysis::html::html(&map, None);
         let t4 = Instant::now();
+        let cpu = cpu_seconds() - cpu0;
         assert_eq!(rows.effects.len(), 1_000_000);
         assert_eq!(map.cells().count(), 100_000);
         let times = [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0];
         println!(
-            "pass {pass}: read+verify {:.3} s, tables {:.3} s ({table_rows} rows), map {:.3} s, html {:.3} s ({:.1} MB); total {:.3} s",
+            "pass {pass}: read+verify {:.3} s, tables {:.3} s ({table_rows} rows), map {:.3} s, html {:.3} s ({:.1} MB); total {:.3} s wall, {cpu:.2} s CPU",
             times[0].as_secs_f64(),
             times[1].as_secs_f64(),
             times[2].as_secs_f64(),
@@ -97,6 +106,22 @@ fn main() {
         median(4)
     );
     println!("peak resident memory of the passes: {:.0} MB", peak_mb());
+}
+
+/// User and system CPU time of the process so far (all threads), in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which ends at the last ')': utime and stime are
+    // the 14th and 15th fields of the line, the 12th and 13th after the name.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // Linux reports these in USER_HZ, 100 on every architecture vac runs on.
+    ticks.iter().sum::<f64>() / 100.0
 }
 
 fn walk_size(dir: &std::path::Path) -> u64 {

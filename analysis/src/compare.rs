@@ -263,11 +263,11 @@ fn disagreement(
         tool: tool.name.clone(),
         class: class.to_owned(),
         verdict: cell.map_or("not_graded", |c| c.verdict).to_owned(),
-        reason: cell.map(|c| c.reason.clone()).unwrap_or_default(),
+        reason: cell.map(|c| c.reason.to_string()).unwrap_or_default(),
         rules,
         calls: tool.calls,
         succeeded: tool.succeeded,
-        record: headline.map(|r| (r.probe.clone(), r.seq, r.hash.clone())),
+        record: headline.map(|r| (r.probe.to_string(), r.seq, r.hash.to_string())),
     }
 }
 

@@ -383,7 +383,7 @@ fn evidence_block(h: &mut String, id: &str, s: &ServerMap, t: &ToolMap, c: &MapC
             esc(&r.hash),
             esc(&r.contract)
         ));
-        let e = &r.evidence;
+        let e = &r.evidence.to_value();
         if let Some(basis) = e.get("basis").and_then(Value::as_str) {
             h.push_str(&format!("<dt>promise</dt><dd>{}</dd>", esc(basis)));
         }
@@ -408,7 +408,7 @@ fn evidence_block(h: &mut String, id: &str, s: &ServerMap, t: &ToolMap, c: &MapC
         effects(h, "control subtracted", e.get("control_subtracted"));
         h.push_str(&format!(
             "<dt>raw evidence</dt><dd><details><summary>JSON</summary><pre>{}</pre></details></dd></dl>\n",
-            esc(&serde_json::to_string_pretty(&**e).unwrap_or_default())
+            esc(&serde_json::to_string_pretty(e).unwrap_or_default())
         ));
     }
     h.push_str("</details>\n");

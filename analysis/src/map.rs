@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use vac_receipts::Json;
 
-use crate::rows::{Probe, Rows, VerdictRow};
+use crate::rows::{Probe, Rows, Shared, VerdictRow};
 use crate::severity::{self, Severity};
 
 /// Verdict names in the order counts are kept and shown.
@@ -59,22 +60,23 @@ pub struct MapCell {
     pub stable: bool,
     pub severity: Severity,
     /// The reason of the headline's first record.
-    pub reason: String,
+    pub reason: Shared,
     /// The verdict records behind the cell, in probe order.
     pub records: Vec<CellRecord>,
 }
 
 #[derive(Clone, Debug)]
 pub struct CellRecord {
-    pub probe: String,
+    pub probe: Shared,
     pub seq: u64,
-    pub hash: String,
-    pub verdict: String,
-    pub reason: String,
-    pub contract: String,
+    pub hash: Shared,
+    pub verdict: &'static str,
+    pub reason: Shared,
+    pub contract: Shared,
     pub calls: Option<u64>,
     pub succeeded: Option<u64>,
-    pub evidence: Arc<Value>,
+    /// The record's evidence, as its canonical text.
+    pub evidence: Arc<Json>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -256,10 +258,10 @@ impl<'a> ServerCells<'a> {
 impl CellRecord {
     fn of(v: &VerdictRow) -> CellRecord {
         CellRecord {
-            probe: v.probe.to_string(),
+            probe: v.probe.clone(),
             seq: v.seq,
             hash: v.record_hash.clone(),
-            verdict: v.verdict.clone(),
+            verdict: v.verdict,
             reason: v.reason.clone(),
             contract: v.contract.clone(),
             calls: v.calls,
@@ -369,19 +371,19 @@ pub fn to_json(map: &Map) -> Value {
                     "stable": c.stable,
                     "distribution": VERDICTS.iter().zip(c.counts).filter(|(_, n)| *n > 0)
                         .map(|(v, n)| (v.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                    "reason": c.reason,
+                    "reason": &*c.reason,
                     "records": c.records.iter().map(|r| {
                         let mut record = json!({
-                            "probe": r.probe,
+                            "probe": &*r.probe,
                             "seq": r.seq,
-                            "hash": r.hash,
+                            "hash": &*r.hash,
                             "verdict": r.verdict,
-                            "contract": r.contract,
+                            "contract": &*r.contract,
                             "calls": r.calls,
                             "succeeded": r.succeeded,
                         });
                         if r.verdict == "confirmed" {
-                            record["evidence"] = (*r.evidence).clone();
+                            record["evidence"] = r.evidence.to_value();
                         }
                         record
                     }).collect::<Vec<_>>(),

@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use vac_receipts::{Body, Entry, Json, ReadError, Role, VerifyError, VerifyOptions};
+use serde_json::value::RawValue;
+use vac_receipts::{Body, Entry, Json, ReadError, Role, VerdictKind, VerifyError, VerifyOptions};
 
 use crate::rows::{
     CallRow, EffectRow, ManifestRow, Probe, Rows, RunRow, SelfTestRow, Shared, VerdictRow,
@@ -383,26 +384,33 @@ impl ProbeReader {
                 self.event(probe, run_id, role, seq, event.event);
             }
             Body::Verdict(verdict) => {
-                let kind = serde_json::to_value(verdict.verdict)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
+                let kind = match verdict.verdict {
+                    VerdictKind::Confirmed => "confirmed",
+                    VerdictKind::Refuted => "refuted",
+                    VerdictKind::Skipped => "skipped",
+                    VerdictKind::Errored => "errored",
+                };
                 let evidence = verdict.evidence;
-                let count = |key: &str| evidence.get(key).and_then(Value::as_u64);
-                let text = |key: &str| evidence.get(key).and_then(Value::as_str);
+                let cited = Cited::of(&evidence);
+                let count = |raw: Option<&RawValue>| {
+                    raw.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
+                };
+                let text = |raw: Option<&RawValue>| {
+                    raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+                };
                 self.rows.verdicts.push(VerdictRow {
                     probe,
                     run_id: self.run_ids(&verdict.run_id).0,
                     seq,
-                    record_hash: entry.hash.to_string(),
+                    record_hash: entry.hash.to_string().into(),
                     tool: verdict.tool,
                     clause: verdict.clause,
                     verdict: kind,
-                    reason: verdict.reason,
-                    calls: count("cell_calls").or_else(|| count("calls")),
-                    succeeded: count("cell_succeeded").or_else(|| count("succeeded")),
-                    contract: text("contract").unwrap_or("").to_string(),
-                    basis: text("basis").map(str::to_string),
+                    reason: verdict.reason.into(),
+                    calls: count(cited.cell_calls).or_else(|| count(cited.calls)),
+                    succeeded: count(cited.cell_succeeded).or_else(|| count(cited.succeeded)),
+                    contract: text(cited.contract).unwrap_or_default().into(),
+                    basis: text(cited.basis),
                     evidence: std::sync::Arc::new(evidence),
                 });
             }
@@ -621,6 +629,35 @@ pub fn server_id(target: &str) -> String {
 
 /// The event types that are effects (one row each in `effects`).
 const EFFECT_EVENTS: [&str; 6] = ["fs_change", "exec", "dns", "connect", "datagram", "listen"];
+
+/// The members of a verdict's evidence its row takes, borrowed from the record's text
+/// unparsed: a member of another type than the row wants counts as absent, as it would
+/// when looked up in the parsed value.
+#[derive(Default, serde::Deserialize)]
+struct Cited<'a> {
+    #[serde(borrow, default)]
+    cell_calls: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    calls: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cell_succeeded: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    succeeded: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contract: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    basis: Option<&'a RawValue>,
+}
+
+impl<'a> Cited<'a> {
+    /// The members of `evidence`; none when it is not an object.
+    fn of(evidence: &'a Json) -> Cited<'a> {
+        match evidence.get().starts_with('{') {
+            true => evidence.parse().unwrap_or_default(),
+            false => Cited::default(),
+        }
+    }
+}
 
 /// The fields of an effect event the `effects` table takes, borrowed from the record's text.
 /// Parsing fails, and the event is read as a whole value instead, when one of them has

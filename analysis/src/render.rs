@@ -398,7 +398,7 @@ pub fn map_csv(map: &Map) -> String {
             c.counts[3].to_string(),
             t.calls.to_string(),
             t.succeeded.to_string(),
-            c.reason.clone(),
+            c.reason.to_string(),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         csv.push_str(&line.join(","));

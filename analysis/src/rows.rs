@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use polars::prelude::{Column, DataFrame, IntoColumn, StringChunkedBuilder};
 use serde_json::Value;
+use vac_receipts::Json;
 
 /// Text that many rows repeat (the probe, the run, the role, the sensor): shared, not copied.
 pub type Shared = Arc<str>;
@@ -193,18 +194,19 @@ pub struct VerdictRow {
     pub run_id: Shared,
     pub seq: u64,
     /// blake3 of the verdict record's line: what a reader checks the map against.
-    pub record_hash: String,
+    pub record_hash: Shared,
     pub tool: String,
     pub clause: String,
-    pub verdict: String,
-    pub reason: String,
+    /// One of [`crate::map::VERDICTS`].
+    pub verdict: &'static str,
+    pub reason: Shared,
     pub calls: Option<u64>,
     pub succeeded: Option<u64>,
     /// The contract's blake3 the cell was graded against.
-    pub contract: String,
+    pub contract: Shared,
     pub basis: Option<String>,
-    /// Shared with the map's cells, which cite it.
-    pub evidence: Arc<Value>,
+    /// Its canonical text, shared with the map's cells, which cite it.
+    pub evidence: Arc<Json>,
 }
 
 #[derive(Clone, Debug)]

@@ -207,8 +207,8 @@ fn result(
             "tool": tool.name,
             "clause": cell.clause,
             "stable": cell.stable,
-            "receipt": {"probe": record.probe, "seq": record.seq, "hash": record.hash},
-            "contract": record.contract,
+            "receipt": {"probe": &*record.probe, "seq": record.seq, "hash": &*record.hash},
+            "contract": &*record.contract,
         },
     })
 }

@@ -206,24 +206,21 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 ),
                 text("run_id", v.iter().map(|v| v.run_id.as_ref())),
                 int("seq", v.iter().map(|v| v.seq)),
-                text("record_hash", v.iter().map(|v| v.record_hash.as_str())),
+                text("record_hash", v.iter().map(|v| &*v.record_hash)),
                 text("tool", v.iter().map(|v| v.tool.as_str())),
                 text("clause", v.iter().map(|v| v.clause.as_str())),
-                text("verdict", v.iter().map(|v| v.verdict.as_str())),
+                text("verdict", v.iter().map(|v| v.verdict)),
                 text(
                     "severity",
                     v.iter()
                         .map(|v| crate::severity::of(&v.clause, &v.verdict).name),
                 ),
-                text("reason", v.iter().map(|v| v.reason.as_str())),
+                text("reason", v.iter().map(|v| &*v.reason)),
                 opt_int("calls", v.iter().map(|v| v.calls)),
                 opt_int("succeeded", v.iter().map(|v| v.succeeded)),
-                text("contract", v.iter().map(|v| v.contract.as_str())),
+                text("contract", v.iter().map(|v| &*v.contract)),
                 opt_text("basis", v.iter().map(|v| v.basis.as_deref())),
-                {
-                    let evidence: Vec<String> = v.iter().map(|v| compact(&v.evidence)).collect();
-                    text("evidence", evidence.iter().map(String::as_str))
-                },
+                text("evidence", v.iter().map(|v| v.evidence.get())),
             ]
         }
         "manifests" => {

@@ -246,7 +246,7 @@ fn tiny_probe(dir: &Path) {
         clause: "fs.write".into(),
         verdict: VerdictKind::Refuted,
         reason: "nothing written".into(),
-        evidence: json!({"contract": "c"}),
+        evidence: json!({"contract": "c"}).into(),
     }))
     .unwrap();
     w.seal(None).unwrap();

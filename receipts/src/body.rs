@@ -1,8 +1,9 @@
 //! The typed record bodies: a closed set per format version.
 //!
 //! The receipts crate knows nothing of MCP, sandboxes or contracts: these are
-//! plain data the harness fills. Free-form evidence goes in `serde_json::Value`
-//! fields; bytes go in a [`Payload`].
+//! plain data the harness fills. Free-form values go in `serde_json::Value` fields,
+//! or in [`Json`] (their canonical text) where readers mostly pass them on unparsed
+//! (events, verdict evidence); bytes go in a [`Payload`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -206,7 +207,9 @@ pub struct Verdict {
     pub clause: String,
     pub verdict: VerdictKind,
     pub reason: String,
-    pub evidence: Value,
+    /// Free-form, kept as its canonical text: readers that only count or cite it (most
+    /// verdicts of a campaign) never build the value.
+    pub evidence: Json,
 }
 
 /// The four verdicts of SPEC §3.7.

@@ -17,15 +17,27 @@ use serde_json::value::RawValue;
 
 /// A JSON value held as its text. Built from a [`Value`] (so canonical by construction) or
 /// read from a record (and then checked by the record reader with [`Json::is_canonical`]).
+///
+/// The text is always one valid JSON value: every constructor either writes it with
+/// `serde_json` or has parsed or scanned it as such.
 #[derive(Clone)]
-pub struct Json(Box<RawValue>);
+pub struct Json(Box<str>);
 
 impl Json {
     /// The canonical text of `value`.
     pub fn from_value(value: &Value) -> Json {
         // Writing a `Value` into a string cannot fail, and its output is valid JSON.
-        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
-        Json(RawValue::from_string(text).unwrap_or_else(|_| null()))
+        Json(
+            serde_json::to_string(value)
+                .unwrap_or_else(|_| "null".to_string())
+                .into(),
+        )
+    }
+
+    /// `text`, which the canonical scan ([`canonical_prefix`]) has accepted whole: valid
+    /// JSON already, so it is not parsed again.
+    pub(crate) fn from_scanned(text: &str) -> Json {
+        Json(text.into())
     }
 
     /// The canonical text of `value` seen as a [`Value`] (object keys sorted).
@@ -35,12 +47,12 @@ impl Json {
 
     /// The JSON text.
     pub fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// The JSON text, owned.
     pub fn into_string(self) -> String {
-        Box::<str>::from(self.0).into_string()
+        self.0.into_string()
     }
 
     /// The value, parsed.
@@ -60,13 +72,9 @@ impl Json {
     }
 }
 
-fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_string()).unwrap_or_else(|_| unreachable!())
-}
-
 impl Default for Json {
     fn default() -> Json {
-        Json(null())
+        Json("null".into())
     }
 }
 
@@ -104,13 +112,16 @@ impl fmt::Display for Json {
 
 impl Serialize for Json {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        // Written as it is: serde_json takes raw text only through a `RawValue`, which
+        // borrows it after a parse (writing, unlike reading, is not the hot path).
+        let raw: &RawValue = serde_json::from_str(self.get()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(Json)
+        Box::<RawValue>::deserialize(deserializer).map(|raw| Json(raw.into()))
     }
 }
 

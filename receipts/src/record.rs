@@ -143,6 +143,7 @@ impl Body {
     fn free_form_canonical(&self) -> bool {
         match self {
             Body::Event(event) => event.event.is_canonical(),
+            Body::Verdict(verdict) => verdict.evidence.is_canonical(),
             _ => true,
         }
     }
@@ -291,7 +292,10 @@ fn quick_event(kind: Kind, body: &str) -> Option<crate::body::Event> {
     if &value[len..] != b"}" {
         return None;
     }
-    let event = serde_json::from_slice(&value[..len]).ok()?;
+    // The scan has accepted the value whole: valid JSON, not parsed again; and a slice
+    // of `body` between ASCII delimiters, so already UTF-8.
+    let start = body.len() - value.len();
+    let event = crate::json::Json::from_scanned(body.get(start..start + len)?);
     Some(crate::body::Event {
         run_id: run_id.to_string(),
         event,

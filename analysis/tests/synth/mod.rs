@@ -184,7 +184,7 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
                 clause: clause.to_string(),
                 verdict: kind,
                 reason: format!("synthetic {verdict} <{clause}> & \"{tool}\""),
-                evidence,
+                evidence: evidence.into(),
             }))
             .unwrap();
         }

@@ -200,7 +200,7 @@ pub(crate) fn verdict_records(run_id: &str, grades: &Grades, contract: &str) -> 
                 clause: cell.clause.as_str().to_string(),
                 verdict,
                 reason: cell.reason(),
-                evidence,
+                evidence: evidence.into(),
             }
         })
         .collect()

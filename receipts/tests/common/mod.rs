@@ -82,7 +82,7 @@ pub fn write_sample(dir: &Path) -> ReceiptWriter {
             clause: clause.into(),
             verdict,
             reason: reason.into(),
-            evidence: json!({"calls": [0], "sensors": ["fs", "processes"]}),
+            evidence: json!({"calls": [0], "sensors": ["fs", "processes"]}).into(),
         };
         w.append(Body::Verdict(body)).expect("verdict");
     }
