@@ -213,7 +213,7 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 text(
                     "severity",
                     v.iter()
-                        .map(|v| crate::severity::of(&v.clause, &v.verdict).name),
+                        .map(|v| crate::severity::of(&v.clause, v.verdict).name),
                 ),
                 text("reason", v.iter().map(|v| &*v.reason)),
                 opt_int("calls", v.iter().map(|v| v.calls)),
