@@ -333,6 +333,12 @@ enum Transport {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    if matches!(
+        cli.command,
+        Command::Probe(_) | Command::Campaign(_) | Command::Static(_) | Command::Demo(_)
+    ) {
+        keep_mounts_off_the_host();
+    }
     let outcome = match cli.command {
         Command::Probe(args) => run_probe(args),
         Command::Verify(args) => run_verify(args),
@@ -348,6 +354,20 @@ fn main() -> ExitCode {
         eprintln!("vac: {error:#}");
         Exit::CouldNotRun.into()
     })
+}
+
+/// Commands that run sandboxes do it in a mount namespace of vac's own, so that the run
+/// mounts go with vac however it ends (SIGKILL included), never staying on the host. Done
+/// first, while vac has one thread. Without root there is nothing to mount (the sandbox
+/// says so when asked to run); should it fail as root, runs still clean up after
+/// themselves and a later start sweeps what a killed vac left.
+fn keep_mounts_off_the_host() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    if let Err(error) = vac_sandbox::own_mount_namespace() {
+        tracing::warn!(%error, "run mounts stay in the host's mount namespace");
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -422,3 +422,138 @@ fn a_planted_tree_and_argument_hints_make_the_listing_tools_do_their_job() {
     assert_eq!(inputs["plants"][0]["lab_path"], "tree", "{inputs}");
     assert_report_matches(&probe);
 }
+
+/// The mount points under `/run/vac/` in a mount table (`/proc/<pid>/mountinfo`).
+fn run_mounts(mountinfo: &str) -> Vec<String> {
+    mountinfo
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .filter(|point| point.starts_with("/run/vac/"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_sigkilled_vac_leaves_no_mount_on_the_host_and_the_next_start_sweeps_its_run() {
+    let test = "a_sigkilled_vac_leaves_no_mount_on_the_host_and_the_next_start_sweeps_its_run";
+    if !privileged(test) {
+        return;
+    }
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::io::Read;
+    use std::os::fd::AsFd;
+
+    // A server whose every call hangs: vac is killed with a run set up and mounted.
+    let tools = r#"
+def tools(m):
+    return {"tools": [{"name": "wait", "inputSchema": {"type": "object"}}]}
+"#;
+    let script = python_server("hangs", tools, "import time; time.sleep(3600)");
+    let out = tempfile::tempdir().unwrap();
+    let receipts = out.path().join("receipts");
+    /// Killed however the test ends, so a failed assertion leaves no hanging vac behind.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut vac = Killed(
+        std::process::Command::new(VAC)
+            .args(["probe", "--timeout", "600", "--out"])
+            .arg(&receipts)
+            .args(["--", "/usr/bin/python3", "-c", &script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = vac.0.id();
+    // vac's runs, by their owner stamps (`pid starttime`): a namespace copied from the
+    // host's shows any run another process left mounted there too.
+    let own = |run: &str| {
+        std::fs::read_to_string(format!("{run}.owner"))
+            .is_ok_and(|stamp| stamp.split(' ').next() == Some(pid.to_string().as_str()))
+    };
+
+    // Wait, on mount-table events (POLLPRI on mountinfo), until vac has a run mounted. A
+    // mountinfo reads the namespace its process was in when it was opened, and vac enters
+    // its own only once started: it is opened again at each event, and at least every
+    // 200 ms until then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mounted = loop {
+        let mut table = std::fs::File::open(format!("/proc/{pid}/mountinfo")).unwrap();
+        let mut text = String::new();
+        table.read_to_string(&mut text).unwrap();
+        let run = run_mounts(&text)
+            .iter()
+            .filter_map(|m| m.strip_suffix("/lower"))
+            .find(|run| own(run))
+            .map(str::to_string);
+        if let Some(run) = run {
+            break run;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "vac mounted no run within 60 s");
+        let mut fds = [PollFd::new(
+            table.as_fd(),
+            PollFlags::POLLPRI | PollFlags::POLLERR,
+        )];
+        let wait = PollTimeout::try_from(left.as_millis().min(200) as u64).unwrap();
+        poll(&mut fds, wait).unwrap();
+    };
+    let run = mounted;
+    // vac's run mounts are in vac's own mount namespace, never in the host's.
+    let host = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !run_mounts(&host).iter().any(|m| m.starts_with(&run)),
+        "the host's mount table shows {run}"
+    );
+    let owner = format!("{run}.owner");
+    assert!(Path::new(&owner).is_file(), "{owner}");
+
+    vac.0.kill().unwrap();
+    vac.0.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !run_mounts(&host).iter().any(|m| m.starts_with(&run)),
+        "a mount of {run} stayed on the host after SIGKILL"
+    );
+
+    // Its processes die with their lifeline (a SIGKILL from the kernel, no sleep to
+    // wait out): the run's cgroup empties.
+    let id = Path::new(&run)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let roots = vac_sandbox::CgroupRoots::detect(Path::new("/sys/fs/cgroup")).unwrap();
+    let group = roots.existing(&id);
+    let busy = || {
+        group
+            .procs_files()
+            .iter()
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| !t.trim().is_empty()))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while busy() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed run's processes outlived it by 30 s"
+        );
+        std::thread::yield_now();
+    }
+
+    // What is left on the host — the empty run directory, its owner stamp, its cgroup —
+    // goes at the next start.
+    assert!(Path::new(&run).is_dir(), "{run}");
+    let next = probe(&[], &fixture("honest"));
+    assert_eq!(next.json["status"], "completed", "{:#}", next.json);
+    assert!(!Path::new(&run).exists(), "{run} was not swept");
+    assert!(!Path::new(&owner).exists(), "{owner} was not swept");
+    assert!(
+        group.procs_files().iter().all(|p| !p.exists()),
+        "the killed run's cgroup was not swept"
+    );
+}

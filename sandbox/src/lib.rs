@@ -54,7 +54,7 @@ pub use procs::{
     ArgvSource, Exec, Exit, Fork, LostEvents, ProcDropped, ProcError, ProcSelfTest,
     ProcSensorFailure, ProcessLog, UidChange,
 };
-pub use rundir::RunDirError;
+pub use rundir::{RunDirError, own_mount_namespace};
 pub use sandbox::{
     LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
 };

@@ -22,6 +22,42 @@ use nix::mount::{MntFlags, MsFlags, mount, umount2};
 
 use crate::limits::Limits;
 
+/// Moves this process into a mount namespace of its own, a slave of the one it was in:
+/// mounts made on the host still appear in it, and none made in it (the run directories'
+/// tmpfs and host root binds) appear on the host. The kernel drops the namespace, and every
+/// run mount with it, when its last process exits — when vac is SIGKILLed before its
+/// teardown too, so nothing of a run stays in the host's mount table.
+///
+/// A namespace belongs to a thread: call this while the process has only one (before any
+/// runtime starts), or the other threads would go on mounting on the host. Needs root.
+pub fn own_mount_namespace() -> Result<(), RunDirError> {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    if threads != Some(1) {
+        return Err(RunDirError::Threads { threads });
+    }
+    let error = |what| {
+        move |source| RunDirError::Mount {
+            what,
+            path: PathBuf::from("/"),
+            source,
+        }
+    };
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(error("enter a mount namespace of its own"))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(error("keep its mounts off the host (make / a slave)"))
+}
+
 /// A run directory that could not be prepared or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
@@ -42,6 +78,11 @@ pub enum RunDirError {
         #[source]
         source: Errno,
     },
+    #[error(
+        "a mount namespace of its own must be entered while the process has one thread (it has {})",
+        threads.map_or_else(|| "an unknown number".to_string(), |n| n.to_string())
+    )]
+    Threads { threads: Option<u64> },
     #[error("cannot measure the lab in {path}")]
     Measure {
         path: PathBuf,
@@ -71,15 +112,38 @@ impl RunDir {
             source,
         })?;
         let path = root.join(id);
-        fs::create_dir(&path).map_err(|source| RunDirError::Create {
-            path: path.clone(),
-            source,
-        })?;
+        // Who owns the run, beside it on the host (not in its tmpfs, which dies with vac's
+        // mount namespace), and written before it exists: a sweep removes runs whose owner
+        // died without teardown, and never one whose owner is still setting it up.
+        let owner = owner_file(&path);
+        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default()).map_err(
+            |source| RunDirError::Create {
+                path: owner.clone(),
+                source,
+            },
+        )?;
+        if let Err(source) = fs::create_dir(&path) {
+            let _ = fs::remove_file(&owner);
+            return Err(RunDirError::Create {
+                path: path.clone(),
+                source,
+            });
+        }
         let mut dir = RunDir {
             path,
             tmpfs: false,
             lower: false,
         };
+        if let Err(error) = dir.mount(limits) {
+            let _ = dir.remove(false);
+            return Err(error);
+        }
+        Ok(dir)
+    }
+
+    /// The tmpfs, its layout and the read-only host root bind.
+    fn mount(&mut self, limits: &Limits) -> Result<(), RunDirError> {
+        let dir = self;
         let options = tmpfs_options(limits.write_bytes, limits.write_inodes);
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         mount(
@@ -107,14 +171,6 @@ impl RunDir {
             path: dir.path.clone(),
             source,
         })?;
-        // Who owns the run: a later sweep removes runs whose owner died without teardown.
-        let owner = dir.path.join(OWNER_FILE);
-        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default()).map_err(
-            |source| RunDirError::Create {
-                path: owner,
-                source,
-            },
-        )?;
         for sub in ["lab", "lower", "upper", "work", "merged"] {
             let sub = dir.path.join(sub);
             fs::create_dir(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
@@ -140,8 +196,7 @@ impl RunDir {
                 path: lower,
                 source,
             }
-        })?;
-        Ok(dir)
+        })
     }
 
     /// Grows the tmpfs by what the lab uses, so the write limit is what the program gets.
@@ -198,36 +253,48 @@ impl RunDir {
             |what, path: PathBuf| move |source| RunDirError::Mount { what, path, source };
         if self.lower {
             match umount2(&self.lower(), MntFlags::MNT_DETACH) {
-                // EINVAL: not a mount point (a run swept after a crash mid-setup).
-                Ok(()) | Err(Errno::EINVAL) => {}
+                // EINVAL: not a mount point (a run swept after a crash mid-setup, or whose
+                // mounts went with its owner's mount namespace); ENOENT: never made.
+                Ok(()) | Err(Errno::EINVAL | Errno::ENOENT) => {}
                 Err(e) => return Err(mount_error("unmount the host root bind", self.lower())(e)),
             }
             self.lower = false;
         }
         if keep {
             // A kept run has no owner: sweeps leave it for whoever asked to keep it.
-            let _ = fs::remove_file(self.path.join(OWNER_FILE));
+            let _ = fs::remove_file(owner_file(&self.path));
             return Ok(());
         }
         if self.tmpfs {
             match umount2(&self.path, MntFlags::MNT_DETACH) {
-                Ok(()) | Err(Errno::EINVAL) => {}
+                Ok(()) | Err(Errno::EINVAL | Errno::ENOENT) => {}
                 Err(e) => return Err(mount_error("unmount the run tmpfs", self.path.clone())(e)),
             }
             self.tmpfs = false;
         }
         match fs::remove_dir(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(RunDirError::Create {
-                path: self.path.clone(),
-                source,
-            }),
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(RunDirError::Create {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
         }
+        let _ = fs::remove_file(owner_file(&self.path));
+        Ok(())
     }
 }
 
-const OWNER_FILE: &str = "owner";
+/// `<root>/<id>.owner`: the owner stamp of the run directory `<root>/<id>`.
+fn owner_file(run: &Path) -> PathBuf {
+    let mut name = run.as_os_str().to_os_string();
+    name.push(OWNER_SUFFIX);
+    PathBuf::from(name)
+}
+
+const OWNER_SUFFIX: &str = ".owner";
 
 /// `pid starttime`: a pid alone could be reused by an unrelated process.
 fn owner_stamp(pid: u32) -> Option<String> {
@@ -238,16 +305,19 @@ fn owner_stamp(pid: u32) -> Option<String> {
 }
 
 /// Removes run directories under `root` whose owning process is gone (a vac that was
-/// killed before its teardown ran): unmounts them and deletes them. Returns their ids.
+/// killed before its teardown ran): unmounts them and deletes them, with their owner
+/// stamps. Returns their ids. A run with no stamp is a kept one and stays.
 pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
     let mut swept = Vec::new();
     for entry in fs::read_dir(root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("run-") {
+        let Some(id) = name.strip_suffix(OWNER_SUFFIX) else {
+            continue;
+        };
+        if !id.starts_with("run-") {
             continue;
         }
-        let path = entry.path();
-        let Ok(stamp) = fs::read_to_string(path.join(OWNER_FILE)) else {
+        let Ok(stamp) = fs::read_to_string(entry.path()) else {
             continue;
         };
         let alive = stamp
@@ -258,14 +328,16 @@ pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
         if alive.as_deref() == Some(stamp.as_str()) {
             continue;
         }
+        // Mounted when its owner shared the host's mount namespace (a library caller);
+        // else an empty directory, its mounts gone with the owner's namespace.
         let mut stale = RunDir {
-            path,
+            path: root.join(id),
             tmpfs: true,
             lower: true,
         };
         match stale.remove(false) {
-            Ok(()) => swept.push(name),
-            Err(error) => tracing::warn!(run = %name, %error, "cannot sweep a stale run directory"),
+            Ok(()) => swept.push(id.to_string()),
+            Err(error) => tracing::warn!(run = %id, %error, "cannot sweep a stale run directory"),
         }
     }
     swept

@@ -227,8 +227,11 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
     let sandbox = shell("true").run_root(root.path()).build().unwrap();
     let (_, _, stopped) = run_to_end(sandbox.spawn().unwrap()).await;
     let left = stopped.run_dir();
-    // A vac killed before its teardown: the mounts stay and the owner is gone.
-    std::fs::write(left.join("owner"), "999999999 1").unwrap();
+    // A caller killed before its teardown, in the host's mount namespace: the mounts stay
+    // and the owner is gone.
+    let owner = std::path::PathBuf::from(format!("{}.owner", left.display()));
+    assert!(owner.is_file(), "the run's owner stamp is beside it");
+    std::fs::write(&owner, "999999999 1").unwrap();
     std::mem::forget(stopped);
     assert!(
         std::fs::read_to_string("/proc/self/mountinfo")
@@ -244,6 +247,7 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
     let (_, _, next) = run_to_end(sandbox.spawn().unwrap()).await;
     drop(next);
     assert!(!left.exists(), "{} was not swept", left.display());
+    assert!(!owner.exists(), "{} was not swept", owner.display());
     assert!(
         group.procs_files().iter().all(|p| !p.exists()),
         "the stale cgroup was not removed"
