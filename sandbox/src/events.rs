@@ -1,10 +1,14 @@
 //! Live filesystem events in the lab (inotify), timestamped as they arrive, for attributing
 //! writes to the call that was running and for seeing which lab files were opened.
 //!
-//! The watches are placed through `/proc/<init>/root`, on the overlay itself, so they see
-//! what the program does through the sandbox's view. inotify is a timing sensor, not the
-//! witness: a file created in a directory before its watch was added is missed here and still
-//! reported by the upper-layer walk.
+//! The watches are placed on the overlay itself, reached through `/proc/<init>/root`, so
+//! they see what the program does through the sandbox's view. Every directory is opened
+//! beneath the lab by `openat2` (no symbolic link followed, no `..` out of it) and watched
+//! by its descriptor: a link the program swaps in for a new directory is refused, never
+//! followed into the host's tree. At most [`MAX_WATCHED_DIRS`] directories are watched; the
+//! ones beyond are counted ([`LabEvents::unwatched`]) so the sensor says it is incomplete.
+//! inotify is a timing sensor, not the witness: a file created in a directory before its
+//! watch was added is missed here and still reported by the upper-layer walk.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -61,7 +65,12 @@ pub struct LabEvents {
 struct Health {
     dropped: AtomicU64,
     overflowed: AtomicBool,
+    unwatched: AtomicU64,
 }
+
+/// The most lab directories one run watches (each watch costs the kernel about 1 KiB of
+/// root's inotify allowance).
+pub const MAX_WATCHED_DIRS: usize = 8192;
 
 const CHANNEL_CAPACITY: usize = 16_384;
 
@@ -82,15 +91,28 @@ impl LabEvents {
     /// root (`/proc/<init>/root`), `lab` the lab's path in the sandbox's view.
     pub(crate) fn start(host_root: PathBuf, lab: &Path, start: Instant) -> io::Result<LabEvents> {
         let inotify = Inotify::init()?;
+        // The sandbox's root, through the init's magic link (the one link followed); the
+        // lab beneath it, refusing any link on the way.
+        let root = std::fs::File::open(&host_root)?;
+        let relative = lab.strip_prefix("/").unwrap_or(lab);
+        let lab_dir = crate::sys::open_dir_beneath(&root, relative).map_err(io::Error::from)?;
+        let health = Arc::new(Health::default());
         let mut tree = WatchTree {
-            host_root,
+            lab: lab.to_path_buf(),
+            lab_dir,
             watches: inotify.watches(),
             dirs: HashMap::new(),
+            health: Arc::clone(&health),
         };
-        tree.add_recursive(lab)?;
+        tree.add_recursive(lab);
+        if tree.dirs.is_empty() {
+            return Err(io::Error::other(format!(
+                "cannot watch {}: not a directory beneath the sandbox's root",
+                lab.display()
+            )));
+        }
         let stream = inotify.into_event_stream(vec![0u8; 64 * 1024])?;
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
-        let health = Arc::new(Health::default());
         let close = Arc::new(Notify::new());
         tokio::spawn(pump(
             stream,
@@ -127,6 +149,12 @@ impl LabEvents {
         self.health.overflowed.load(Ordering::Relaxed)
     }
 
+    /// Lab directories not watched: beyond [`MAX_WATCHED_DIRS`], or replaced between
+    /// being seen and being opened. Their events are missing.
+    pub fn unwatched(&self) -> u64 {
+        self.health.unwatched.load(Ordering::Relaxed)
+    }
+
     /// A handle the sandbox uses to end the stream at teardown.
     pub(crate) fn closer(&self) -> Arc<Notify> {
         Arc::clone(&self.close)
@@ -134,29 +162,62 @@ impl LabEvents {
 }
 
 struct WatchTree {
-    host_root: PathBuf,
+    /// The lab's path in the sandbox's view, and the lab directory itself.
+    lab: PathBuf,
+    lab_dir: std::fs::File,
     watches: Watches,
     dirs: HashMap<WatchDescriptor, PathBuf>,
+    health: Arc<Health>,
 }
 
 impl WatchTree {
-    /// Watches `view` and every directory below it; returns what was already inside, which
-    /// no event will report for a directory that was just created.
-    fn add_recursive(&mut self, view: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
-        let host = self.host_root.join(view.strip_prefix("/").unwrap_or(view));
-        let wd = self.watches.add(&host, dir_mask())?;
-        self.dirs.insert(wd, view.to_path_buf());
+    /// Watches `view` (a lab path in the sandbox's view) and every directory below it;
+    /// returns what was already inside, which no event will report for a directory that
+    /// was just created. Each directory is opened beneath the lab and watched by its
+    /// descriptor; one that is not a directory there (a link swapped in) is passed over.
+    /// Iterative: a tree as deep as the program likes costs no stack.
+    fn add_recursive(&mut self, view: &Path) -> Vec<(PathBuf, bool)> {
         let mut found = Vec::new();
-        for entry in std::fs::read_dir(&host)? {
-            let entry = entry?;
-            let path = view.join(entry.file_name());
-            let is_dir = entry.file_type()?.is_dir();
-            found.push((path.clone(), is_dir));
-            if is_dir {
-                found.extend(self.add_recursive(&path)?);
+        let mut pending = vec![view.to_path_buf()];
+        while let Some(view) = pending.pop() {
+            let Ok(relative) = view.strip_prefix(&self.lab) else {
+                continue;
+            };
+            if self.dirs.len() >= MAX_WATCHED_DIRS {
+                self.health.unwatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let dir = match crate::sys::open_dir_beneath(&self.lab_dir, relative) {
+                Ok(dir) => dir,
+                // Gone again, or not a directory (any more): nothing of it to watch.
+                Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => continue,
+                // A link on the way or at the end (ELOOP, EXDEV): refused, and counted,
+                // since what the program does behind it is not seen.
+                Err(_) => {
+                    self.health.unwatched.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            };
+            use std::os::fd::AsRawFd;
+            let by_fd = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+            let Ok(wd) = self.watches.add(&by_fd, dir_mask()) else {
+                self.health.unwatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            self.dirs.insert(wd, view.clone());
+            let Ok(entries) = std::fs::read_dir(&by_fd) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = view.join(entry.file_name());
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                found.push((path.clone(), is_dir));
+                if is_dir {
+                    pending.push(path);
+                }
             }
         }
-        Ok(found)
+        found
     }
 }
 
@@ -202,7 +263,7 @@ async fn pump(
         {
             // What appeared in the new directory before its watch existed is reported as
             // created now: late, never missing. The witness has the exact content anyway.
-            found = tree.add_recursive(&path).unwrap_or_default();
+            found = tree.add_recursive(&path);
         }
         let Some(kind) = kind_of(event.mask) else {
             continue;
@@ -270,6 +331,78 @@ mod tests {
             "{seen:?}"
         );
         assert_eq!(events.dropped(), 0);
+    }
+
+    /// A watch tree on `host/lab`, as the sandbox builds one (by descriptor, beneath the lab).
+    fn tree(host: &Path) -> (Inotify, WatchTree) {
+        let inotify = Inotify::init().unwrap();
+        let root = std::fs::File::open(host).unwrap();
+        let lab_dir = crate::sys::open_dir_beneath(&root, Path::new("lab")).unwrap();
+        let tree = WatchTree {
+            lab: PathBuf::from("/lab"),
+            lab_dir,
+            watches: inotify.watches(),
+            dirs: HashMap::new(),
+            health: Arc::default(),
+        };
+        (inotify, tree)
+    }
+
+    #[test]
+    fn a_link_swapped_in_for_a_new_directory_is_not_followed() {
+        let host = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(host.path().join("lab/work")).unwrap();
+        std::fs::create_dir(outside.path().join("secret")).unwrap();
+        let (mut inotify, mut tree) = tree(host.path());
+        tree.add_recursive(Path::new("/lab"));
+        assert_eq!(tree.dirs.len(), 2);
+        // The program made a directory, then swapped it for links out of the lab, before
+        // the watcher got to it: absolute, relative, and one further down the way.
+        let work = host.path().join("lab/work");
+        std::os::unix::fs::symlink(outside.path(), work.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../../..", work.join("up")).unwrap();
+        for new in ["/lab/work/abs", "/lab/work/up", "/lab/work/abs/secret"] {
+            tree.add_recursive(Path::new(new));
+        }
+        assert_eq!(tree.dirs.len(), 2, "watched {:?}", tree.dirs.values());
+        // A link in the place of the directory is no directory (passed over); one on the
+        // way to it is refused, and counted: whatever lies behind it goes unseen.
+        assert_eq!(tree.health.unwatched.load(Ordering::Relaxed), 1);
+        // Nothing outside the lab reports an event.
+        std::fs::write(outside.path().join("secret/key"), "x").unwrap();
+        let mut buffer = [0u8; 4096];
+        let names: Vec<OsString> = match inotify.read_events(&mut buffer) {
+            Ok(events) => events.filter_map(|e| e.name.map(OsString::from)).collect(),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Vec::new(),
+            Err(e) => panic!("{e}"),
+        };
+        // Only the lab's own (the links made, its directories listed), none from outside.
+        assert!(
+            names
+                .iter()
+                .all(|n| ["abs", "up", "work"].contains(&n.to_str().unwrap())),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn watches_stop_at_the_cap_and_the_rest_is_counted() {
+        let host = tempfile::tempdir().unwrap();
+        // More directories than the cap, and one chain of them deep: the walk is iterative.
+        let lab = host.path().join("lab");
+        for i in 0..MAX_WATCHED_DIRS {
+            std::fs::create_dir_all(lab.join(format!("{i}"))).unwrap();
+        }
+        std::fs::create_dir_all(lab.join("d/".repeat(1000))).unwrap();
+        let (_inotify, mut tree) = tree(host.path());
+        tree.add_recursive(Path::new("/lab"));
+        assert_eq!(tree.dirs.len(), MAX_WATCHED_DIRS);
+        // The lab and 1,000 + 8,192 directories under it, less the watched ones.
+        assert_eq!(
+            tree.health.unwatched.load(Ordering::Relaxed),
+            (1 + 1000 + MAX_WATCHED_DIRS - MAX_WATCHED_DIRS) as u64
+        );
     }
 
     #[test]

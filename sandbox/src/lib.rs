@@ -41,7 +41,7 @@ mod teardown;
 mod witness;
 
 pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
-pub use events::{FsEvent, FsEventKind, LabEvents};
+pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
 pub use message::Stage;
@@ -60,5 +60,5 @@ pub use sandbox::{
 };
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, LayerState, Marker, NodeKind, OverlayWitness, SelfTest,
-    WitnessError, WitnessReport, layer_states,
+    WitnessError, WitnessReport, layer_states, read_beneath,
 };

@@ -358,6 +358,28 @@ pub(crate) fn register_async(
     unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)
 }
 
+/// Opens the directory `relative` beneath the directory `root` as `O_PATH`, without
+/// following any symbolic link on the way or at the end and without leaving `root`
+/// (`openat2`, `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`); `ENOTDIR`
+/// when it is not a directory. Mount points inside `root` are crossed: the sandbox's own
+/// mounts are the only ones its tree can hold.
+pub(crate) fn open_dir_beneath(
+    root: &std::fs::File,
+    relative: &std::path::Path,
+) -> Result<std::fs::File, Errno> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let resolve = ResolveFlag::RESOLVE_BENEATH
+        | ResolveFlag::RESOLVE_NO_SYMLINKS
+        | ResolveFlag::RESOLVE_NO_MAGICLINKS;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let relative = match relative.as_os_str().is_empty() {
+        true => std::path::Path::new("."),
+        false => relative,
+    };
+    let how = OpenHow::new().flags(flags).resolve(resolve);
+    openat2(root, relative, how).map(std::fs::File::from)
+}
+
 /// Opens `relative` beneath the directory `root` without following any symbolic link on
 /// the way or at the end and without leaving `root` (`openat2`, `RESOLVE_BENEATH |
 /// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV`). Only a regular file is

@@ -537,6 +537,21 @@ pub fn layer_states(upper: &Path, paths: &[PathBuf]) -> Vec<LayerState> {
     paths.iter().map(|path| layer_state(&root, path)).collect()
 }
 
+/// At most `cap` bytes of the regular file `path` (a path in the sandbox's view) in the
+/// layer `layer` (an upper or lower directory), opened as [`layer_states`] opens it:
+/// beneath the layer, no symbolic link followed, never blocking. `None` for anything else
+/// (absent, a link on the way, not a regular file).
+pub fn read_beneath(layer: &Path, path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let root = File::open(layer).ok()?;
+    let file = sys::open_beneath(&root, &relative(path)).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, cap), &mut bytes).ok()?;
+    Some(bytes)
+}
+
 fn errno_name(errno: i32) -> String {
     format!("{:?}", nix::errno::Errno::from_raw(errno))
 }

@@ -2,8 +2,6 @@
 //! subtraction by class, normalised path and content, and per-call attribution by the timing
 //! of lab events (SPEC §3.4).
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -38,24 +36,18 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
     changes
         .into_iter()
         .map(|change| {
-            let relative = change
-                .path()
-                .strip_prefix("/")
-                .unwrap_or(change.path())
-                .to_path_buf();
+            let path = change.path().to_path_buf();
             let content = match &change {
                 FsChange::Created {
                     kind: NodeKind::File,
                     ..
                 }
                 | FsChange::Modified { .. }
-                | FsChange::Renamed { .. } => read_capped(&upper.join(&relative)),
+                | FsChange::Renamed { .. } => read_capped(&upper, &path),
                 _ => None,
             };
             let old_content = match &change {
-                FsChange::Modified { .. } => {
-                    lowers.iter().find_map(|l| read_capped(&l.join(&relative)))
-                }
+                FsChange::Modified { .. } => lowers.iter().find_map(|l| read_capped(l, &path)),
                 _ => None,
             };
             ObservedChange {
@@ -83,14 +75,10 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
     }
 }
 
-fn read_capped(path: &Path) -> Option<Vec<u8>> {
-    let mut bytes = Vec::new();
-    File::open(path)
-        .ok()?
-        .take(CONTENT_CAP)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
+/// What `path` (in the sandbox's view) holds in `layer`, capped; read beneath the layer
+/// without following a link the program left there.
+fn read_capped(layer: &Path, path: &Path) -> Option<Vec<u8>> {
+    vac_sandbox::read_beneath(layer, path, CONTENT_CAP)
 }
 
 /// A subject change that the control run did not explain, with the control's version of

@@ -685,11 +685,13 @@ async fn collect(
             overflow += 1;
         }
     }
-    let lost = if events.overflowed() || events.dropped() > 0 || overflow > 0 {
+    let unwatched = events.unwatched();
+    let lost = if events.overflowed() || events.dropped() > 0 || overflow > 0 || unwatched > 0 {
         Some(format!(
-            "lab events lost: kernel queue overflow {}, dropped {}",
+            "lab events lost: kernel queue overflow {}, dropped {}, directories not watched {unwatched} (at most {} are)",
             events.overflowed(),
-            events.dropped() + overflow
+            events.dropped() + overflow,
+            vac_sandbox::MAX_WATCHED_DIRS,
         ))
     } else {
         None

@@ -856,3 +856,32 @@ fn layer_states_read_beneath_the_upper_layer_only() {
     fs::write(up.join("lab/work/note.md"), b"other bytes").unwrap();
     assert_ne!(layer_states(up, &paths[..1]), states[..1].to_vec());
 }
+
+#[test]
+fn contents_are_read_beneath_the_layer_only() {
+    let layers = Layers::new();
+    let up = &layers.upper;
+    fs::create_dir_all(up.join("lab/work")).unwrap();
+    fs::write(up.join("lab/work/note.md"), b"0123456789").unwrap();
+    fs::write(layers.tmp.path().join("outside"), b"host secret").unwrap();
+    symlink(layers.tmp.path().join("outside"), up.join("lab/work/link")).unwrap();
+    symlink(layers.tmp.path(), up.join("lab/work/dirlink")).unwrap();
+    nix::unistd::mkfifo(
+        &up.join("lab/work/fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let read = |path: &str| read_beneath(up, Path::new(path), 4);
+    assert_eq!(read("/lab/work/note.md").as_deref(), Some(&b"0123"[..]));
+    for refused in [
+        "/lab/work/link",
+        "/lab/work/dirlink/outside",
+        "/lab/../../outside",
+        // A FIFO is not opened for reading: no read blocks on it.
+        "/lab/work/fifo",
+        "/lab/work",
+        "/lab/work/absent",
+    ] {
+        assert_eq!(read(refused), None, "{refused}");
+    }
+}
