@@ -311,13 +311,19 @@ pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
     let mut swept = Vec::new();
     for entry in fs::read_dir(root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(id) = name.strip_suffix(OWNER_SUFFIX) else {
-            continue;
+        // The stamp beside the run; or, for a run an older vac left mounted in the host's
+        // namespace, the one it kept inside its tmpfs.
+        let (id, stamp_path) = match name.strip_suffix(OWNER_SUFFIX) {
+            Some(id) => (id, entry.path()),
+            None if !owner_file(&entry.path()).exists() => {
+                (name.as_str(), entry.path().join("owner"))
+            }
+            None => continue,
         };
         if !id.starts_with("run-") {
             continue;
         }
-        let Ok(stamp) = fs::read_to_string(entry.path()) else {
+        let Ok(stamp) = fs::read_to_string(&stamp_path) else {
             continue;
         };
         let alive = stamp
@@ -335,6 +341,10 @@ pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
             tmpfs: true,
             lower: true,
         };
+        if stamp_path.starts_with(&stale.path) {
+            // An older vac's stamp inside the run: gone with its tmpfs, or removed here.
+            let _ = fs::remove_file(&stamp_path);
+        }
         match stale.remove(false) {
             Ok(()) => swept.push(id.to_string()),
             Err(error) => tracing::warn!(run = %id, %error, "cannot sweep a stale run directory"),

@@ -244,7 +244,13 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
     let group = roots.create(&id, &Limits::default()).unwrap();
     assert!(group.procs_files().iter().all(|p| p.exists()));
 
+    // A run an older vac left, its stamp inside its tmpfs (here a plain directory).
+    let legacy = root.path().join("run-0000000000000000");
+    std::fs::create_dir(&legacy).unwrap();
+    std::fs::write(legacy.join("owner"), "999999999 1").unwrap();
+
     let (_, _, next) = run_to_end(sandbox.spawn().unwrap()).await;
+    assert!(!legacy.exists(), "{} was not swept", legacy.display());
     drop(next);
     assert!(!left.exists(), "{} was not swept", left.display());
     assert!(!owner.exists(), "{} was not swept", owner.display());
