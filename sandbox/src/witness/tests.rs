@@ -808,10 +808,9 @@ fn file_digest_of(layers: &Layers, content: &[u8]) -> FileDigest {
         .unwrap()
 }
 
-/// A live read of the upper layer says what each path holds and never leaves the layer:
-/// not through a symbolic link at the end or on the way, not by `..`, and it opens no FIFO.
-#[test]
-fn layer_states_read_beneath_the_upper_layer_only() {
+/// An upper layer as a hostile program leaves it: a note, links out of the layer (at the
+/// end and on the way), a FIFO; and [`HOSTILE_PATHS`] to read in it.
+fn hostile_upper() -> Layers {
     let layers = Layers::new();
     let up = &layers.upper;
     fs::create_dir_all(up.join("lab/work")).unwrap();
@@ -824,18 +823,26 @@ fn layer_states_read_beneath_the_upper_layer_only() {
         nix::sys::stat::Mode::from_bits_truncate(0o644),
     )
     .unwrap();
-    let paths: Vec<PathBuf> = [
-        "/lab/work/note.md",
-        "/lab/work/link",
-        "/lab/work/dirlink/outside",
-        "/lab/../../outside",
-        "/lab/work/fifo",
-        "/lab/work",
-        "/lab/work/absent",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
+    layers
+}
+
+const HOSTILE_PATHS: [&str; 7] = [
+    "/lab/work/note.md",
+    "/lab/work/link",
+    "/lab/work/dirlink/outside",
+    "/lab/../../outside",
+    "/lab/work/fifo",
+    "/lab/work",
+    "/lab/work/absent",
+];
+
+/// A live read of the upper layer says what each path holds and never leaves the layer:
+/// not through a symbolic link at the end or on the way, not by `..`, and it opens no FIFO.
+#[test]
+fn layer_states_read_beneath_the_upper_layer_only() {
+    let layers = hostile_upper();
+    let up = &layers.upper;
+    let paths: Vec<PathBuf> = HOSTILE_PATHS.iter().map(PathBuf::from).collect();
     let states = layer_states(up, &paths);
     let hash = blake3::hash(b"same bytes").to_hex().to_string();
     assert!(
@@ -859,29 +866,13 @@ fn layer_states_read_beneath_the_upper_layer_only() {
 
 #[test]
 fn contents_are_read_beneath_the_layer_only() {
-    let layers = Layers::new();
+    let layers = hostile_upper();
     let up = &layers.upper;
-    fs::create_dir_all(up.join("lab/work")).unwrap();
-    fs::write(up.join("lab/work/note.md"), b"0123456789").unwrap();
-    fs::write(layers.tmp.path().join("outside"), b"host secret").unwrap();
-    symlink(layers.tmp.path().join("outside"), up.join("lab/work/link")).unwrap();
-    symlink(layers.tmp.path(), up.join("lab/work/dirlink")).unwrap();
-    nix::unistd::mkfifo(
-        &up.join("lab/work/fifo"),
-        nix::sys::stat::Mode::from_bits_truncate(0o644),
-    )
-    .unwrap();
     let read = |path: &str| read_beneath(up, Path::new(path), 4);
-    assert_eq!(read("/lab/work/note.md").as_deref(), Some(&b"0123"[..]));
-    for refused in [
-        "/lab/work/link",
-        "/lab/work/dirlink/outside",
-        "/lab/../../outside",
-        // A FIFO is not opened for reading: no read blocks on it.
-        "/lab/work/fifo",
-        "/lab/work",
-        "/lab/work/absent",
-    ] {
+    assert_eq!(read(HOSTILE_PATHS[0]).as_deref(), Some(&b"same"[..]));
+    // Links, `..`, a FIFO (never opened for reading, so no read blocks on it), a
+    // directory, an absent path.
+    for refused in &HOSTILE_PATHS[1..] {
         assert_eq!(read(refused), None, "{refused}");
     }
 }
