@@ -7,8 +7,8 @@
 //!
 //! | signal | weight | what |
 //! |---|---|---|
-//! | `override` | 3 | "ignore / disregard / forget (all, previous, the above…) instructions / rules / prompts" |
-//! | `secrecy` | 3 | keeping the user out: "do not tell the user", "without telling the user", "the user must not know" |
+//! | `override` | 3 | "ignore / disregard / forget (all, previous, the above…) instructions / rules / prompts"; "忽略之前的所有指令", "ignora todas las instrucciones anteriores"… |
+//! | `secrecy` | 3 | keeping the user out: "do not tell the user", "without telling the user", "the user must not know"; "不要告诉用户", "ne dis pas à l'utilisateur"… |
 //! | `chat_marker` | 2 | chat-template and system-prompt markers: `<system>`, `[INST]`, `<\|im_start\|>`, `<<SYS>>`, `<IMPORTANT>` |
 //! | `addresses_model` | 2 | "as an AI", "you are an assistant", "dear assistant", "note to the model" |
 //! | `important_directive` | 2 | `IMPORTANT:` / `ATTENTION:` / `SYSTEM:` followed within a few words by a model action ("ignore", "call", "send", "include", "reply"…) |
@@ -30,7 +30,12 @@
 //! "ignore whitespace changes", "don't forget to read the instructions" and a `.gitignore`
 //! do not match. Text hidden by Unicode tag characters is decoded and scored with the rest.
 //!
-//! Limits, honestly: English only; paraphrases outside the phrase sets, instructions spread
+//! Beyond English, `override` and `secrecy` are read in ten more languages (Chinese,
+//! Japanese, Korean, Spanish, Portuguese, French, German, Russian, Italian, Turkish:
+//! `languages.rs`, with injections and look-alikes per language as data cases in
+//! `tests/data/instructions/`); the weaker signals are English only.
+//!
+//! Limits, honestly: paraphrases outside the phrase sets, instructions spread
 //! over several strings, or images are missed; a document *about* chat templates scores
 //! `chat_marker` and needs only one more signal. Findings are evidence for a reviewer, not
 //! proof of intent.

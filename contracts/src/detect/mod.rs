@@ -16,6 +16,7 @@
 
 mod drift;
 mod instructions;
+mod languages;
 mod phrases;
 mod secrets;
 

@@ -30,6 +30,9 @@ pub(super) fn signals(text: &str) -> Vec<Hit> {
     if let Some(matched) = secret_access(text) {
         add(Signal::SecretAccess, matched);
     }
+    for hit in super::languages::signals(text) {
+        add(hit.signal, hit.matched);
+    }
     hits
 }
 
