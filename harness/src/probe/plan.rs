@@ -1,7 +1,8 @@
 //! Argument synthesis: from a tool's `inputSchema` to the calls a probe makes (SPEC §3.5).
 //!
 //! Path-like fields get the planted note (relative and absolute) and a never-existing nonce
-//! path; enums each value (bounded); strings a canary token; numbers and the rest a minimal
+//! path; enums each value (bounded), and so do the values a field's description lists
+//! ("one of: a, b"); strings a canary token; numbers and the rest a minimal
 //! valid value. One call varies one field at a time from a base that uses each field's first
 //! candidate, so every candidate is tried and the call count stays small. [`plan_witness`] adds
 //! the protocol witness's three reads of nonce paths (SPEC §3.5), outside the budget.
@@ -395,7 +396,87 @@ fn candidates(
         }
         return candidates;
     }
-    vec![value_for(root, name, property, plants, 0)]
+    let synthesised = value_for(root, name, property, plants, 0);
+    // Values the description lists as the ones the field takes are tried like an enum's,
+    // then what synthesis would give (the listing may not be the whole story). Not where
+    // the schema itself fixes the value.
+    let fixed = ["const", "default", "examples"]
+        .iter()
+        .any(|k| property.get(k).is_some());
+    let described = match property.get("description").and_then(Value::as_str) {
+        Some(description) if synthesised.is_string() && !fixed => described_values(description),
+        _ => Vec::new(),
+    };
+    if described.is_empty() {
+        return vec![synthesised];
+    }
+    described
+        .into_iter()
+        .map(Value::String)
+        .chain(std::iter::once(synthesised))
+        .collect()
+}
+
+/// What a description says introduces the list of values a field takes.
+const VALUE_LISTS: [&str; 11] = [
+    "one of:",
+    "one of",
+    "either",
+    "options:",
+    "possible values:",
+    "valid values:",
+    "allowed values:",
+    "supported values:",
+    "accepted values:",
+    "choices:",
+    "values:",
+];
+
+/// The values a field's description lists as the ones it takes — "one of: email_service,
+/// cloud_storage", "either 'json' or 'text'", "Options: csv | json" — in order, at most
+/// [`MAX_ENUM_VALUES`]; none unless at least two plain values (no spaces, quoted or not)
+/// follow the lead, so "one of the following kinds of prose" lists nothing.
+fn described_values(description: &str) -> Vec<String> {
+    // ASCII lowercasing keeps every byte where it was.
+    let lower = description.to_ascii_lowercase();
+    for lead in VALUE_LISTS {
+        let found = lower
+            .match_indices(lead)
+            .find(|(at, _)| *at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric());
+        let Some((at, _)) = found else { continue };
+        let rest = &description[at + lead.len()..];
+        let rest = rest.trim_start_matches([' ', ':', '[', '(', '{']);
+        // The list ends with its sentence or its bracket.
+        let end = rest
+            .find(". ")
+            .into_iter()
+            .chain(rest.find([')', ']', '}', ';', '\n']))
+            .min()
+            .unwrap_or(rest.len());
+        let list = rest[..end].trim_end_matches('.');
+        let mut values = Vec::new();
+        for item in list
+            .split([',', '|', '/'])
+            .flat_map(|part| part.split(" or "))
+            .map(|item| item.trim().trim_start_matches("or ").trim())
+            .map(|item| item.trim_matches(['\'', '"', '`']))
+        {
+            let plain = !item.is_empty()
+                && item.len() <= 40
+                && item
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.:+@".contains(c));
+            if !plain {
+                break;
+            }
+            values.push(item.to_string());
+        }
+        if values.len() >= 2 {
+            values.truncate(MAX_ENUM_VALUES);
+            return values;
+        }
+    }
+    Vec::new()
 }
 
 /// Nested objects and arrays are filled this deep at most.
@@ -836,6 +917,52 @@ mod tests {
         assert_eq!(singular("entities"), "entity");
         assert_eq!(singular("urls"), "url");
         assert_eq!(singular("address"), "address");
+    }
+
+    #[test]
+    fn values_a_description_lists_are_tried_like_an_enums() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "Service to use, one of: email_service, cloud_storage",
+                &["email_service", "cloud_storage"],
+            ),
+            ("Sort order (one of `asc`, `desc`).", &["asc", "desc"]),
+            ("Either 'json' or 'text'.", &["json", "text"]),
+            (
+                "Output format. Options: csv | json | xlsx",
+                &["csv", "json", "xlsx"],
+            ),
+            (r#"Valid values: ["a", "b"]. Default a."#, &["a", "b"]),
+            (
+                "One of: red, green, blue, cyan, magenta",
+                &["red", "green", "blue", "cyan"],
+            ),
+            ("The text, one of the following kinds of prose.", &[]),
+            ("Either plain prose or markdown.", &[]),
+            ("Someone of note, either way.", &[]),
+            ("A path to the file.", &[]),
+        ];
+        for (description, expected) in cases {
+            assert_eq!(described_values(description), *expected, "{description}");
+        }
+        let schema = json!({"type": "object", "required": ["service", "note"], "properties": {
+            "service": {"type": "string", "description": "Where to send it, one of: email_service, cloud_storage"},
+            "note": {"type": "string", "description": "Free text."}}});
+        let calls = plan_tool("send", &schema, &plants(), 8, false);
+        let services: Vec<&Value> = calls.iter().map(|c| &c.arguments["service"]).collect();
+        assert_eq!(
+            services,
+            [
+                &json!("email_service"),
+                &json!("cloud_storage"),
+                &json!("vac-canary-abc")
+            ]
+        );
+        assert!(
+            calls
+                .iter()
+                .all(|c| c.arguments["note"] == "vac-canary-abc")
+        );
     }
 
     #[test]
