@@ -14,6 +14,7 @@
 //! of telling and the user.
 
 use super::instructions::{Hit, Signal};
+use super::phrases::in_set;
 
 /// How a rule's text is cut before matching.
 #[derive(Clone, Copy)]
@@ -656,13 +657,6 @@ pub(super) fn signals(text: &str) -> Vec<Hit> {
         }
     }
     hits
-}
-
-fn in_set(word: &str, set: &[&str]) -> bool {
-    set.iter().any(|entry| match entry.strip_suffix('*') {
-        Some(stem) => word.starts_with(stem),
-        None => word == *entry,
-    })
 }
 
 /// The words from the first to the last part of the first match.

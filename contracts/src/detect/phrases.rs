@@ -506,7 +506,8 @@ fn match_at(words: &[&str], at: usize, steps: &[Step]) -> Option<usize> {
     }
 }
 
-fn in_set(word: &str, set: &[&str]) -> bool {
+/// Whether `word` is in `set`; an entry ending in `*` matches any word it begins.
+pub(super) fn in_set(word: &str, set: &[&str]) -> bool {
     set.iter().any(|entry| match entry.strip_suffix('*') {
         Some(stem) => word.starts_with(stem),
         None => word == *entry,
