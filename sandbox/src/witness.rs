@@ -537,13 +537,12 @@ pub fn layer_states(upper: &Path, paths: &[PathBuf]) -> Vec<LayerState> {
     paths.iter().map(|path| layer_state(&root, path)).collect()
 }
 
-/// At most `cap` bytes of the regular file `path` (a path in the sandbox's view) in the
-/// layer `layer` (an upper or lower directory), opened as [`layer_states`] opens it:
-/// beneath the layer, no symbolic link followed, never blocking. `None` for anything else
-/// (absent, a link on the way, not a regular file).
-pub fn read_beneath(layer: &Path, path: &Path, cap: u64) -> Option<Vec<u8>> {
-    let root = File::open(layer).ok()?;
-    let file = sys::open_beneath(&root, &relative(path)).ok()?;
+/// At most `cap` bytes of the regular file `path` (a path in the sandbox's view) in
+/// `layer` (an upper or lower directory, opened once by the caller for all its reads),
+/// opened as [`layer_states`] opens it: beneath the layer, no symbolic link followed,
+/// never blocking. `None` for anything else (absent, a link on the way, not a regular file).
+pub fn read_beneath(layer: &File, path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let file = sys::open_beneath(layer, &relative(path)).ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }

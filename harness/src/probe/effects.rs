@@ -31,8 +31,13 @@ pub(crate) struct ObservedChange {
 
 /// Reads contents while the run directory still exists.
 pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<ObservedChange> {
-    let upper = stopped.upper_dir();
-    let lowers = stopped.lower_dirs();
+    // Each layer is opened once for all the reads beneath it.
+    let upper = std::fs::File::open(stopped.upper_dir()).ok();
+    let lowers: Vec<std::fs::File> = stopped
+        .lower_dirs()
+        .iter()
+        .filter_map(|l| std::fs::File::open(l).ok())
+        .collect();
     changes
         .into_iter()
         .map(|change| {
@@ -43,7 +48,7 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
                     ..
                 }
                 | FsChange::Modified { .. }
-                | FsChange::Renamed { .. } => read_capped(&upper, &path),
+                | FsChange::Renamed { .. } => upper.as_ref().and_then(|u| read_capped(u, &path)),
                 _ => None,
             };
             let old_content = match &change {
@@ -77,7 +82,7 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
 
 /// What `path` (in the sandbox's view) holds in `layer`, capped; read beneath the layer
 /// without following a link the program left there.
-fn read_capped(layer: &Path, path: &Path) -> Option<Vec<u8>> {
+fn read_capped(layer: &std::fs::File, path: &Path) -> Option<Vec<u8>> {
     vac_sandbox::read_beneath(layer, path, CONTENT_CAP)
 }
 

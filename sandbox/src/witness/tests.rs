@@ -868,7 +868,8 @@ fn layer_states_read_beneath_the_upper_layer_only() {
 fn contents_are_read_beneath_the_layer_only() {
     let layers = hostile_upper();
     let up = &layers.upper;
-    let read = |path: &str| read_beneath(up, Path::new(path), 4);
+    let layer = File::open(up).unwrap();
+    let read = |path: &str| read_beneath(&layer, Path::new(path), 4);
     assert_eq!(read(HOSTILE_PATHS[0]).as_deref(), Some(&b"same"[..]));
     // Links, `..`, a FIFO (never opened for reading, so no read blocks on it), a
     // directory, an absent path.
