@@ -27,6 +27,7 @@ mod cgroup;
 mod events;
 mod lab;
 mod limits;
+mod mask;
 mod message;
 mod net;
 mod procs;
@@ -44,6 +45,7 @@ pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
+pub use mask::MaskError;
 pub use message::Stage;
 pub use net::{
     DEFAULT_PORTS, Datagram, DialError, DnsQuery, Dropped, HttpRequest, LogLimits, NamespaceDialer,

@@ -33,11 +33,12 @@ const PROC_READ_ONLY: [&str; 5] = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
 // every uid's key quota: /dev/null over them, as container runtimes mask /proc/keys.
 const PROC_MASKED: [&str; 2] = ["keys", "key-users"];
 
-pub(crate) fn overlay_options(lab_layer: &Path, lower: &Path, upper: &Path, work: &Path) -> String {
+/// `lowers` topmost first: the lab, the mask, the host root.
+pub(crate) fn overlay_options(lowers: &[PathBuf], upper: &Path, work: &Path) -> String {
+    let lowers: Vec<String> = lowers.iter().map(|l| l.display().to_string()).collect();
     format!(
-        "lowerdir={}:{},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off,xino=off",
-        lab_layer.display(),
-        lower.display(),
+        "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off,xino=off",
+        lowers.join(":"),
         upper.display(),
         work.display()
     )
@@ -162,12 +163,18 @@ mod tests {
     #[test]
     fn overlay_options_put_the_lab_above_the_host_and_fix_features() {
         let options = overlay_options(
-            Path::new("/r/lab"),
-            Path::new("/r/lower"),
+            &[
+                PathBuf::from("/r/lab"),
+                PathBuf::from("/r/mask"),
+                PathBuf::from("/r/lower"),
+            ],
             Path::new("/r/upper"),
             Path::new("/r/work"),
         );
-        assert!(options.starts_with("lowerdir=/r/lab:/r/lower,upperdir=/r/upper,workdir=/r/work"));
+        assert!(
+            options
+                .starts_with("lowerdir=/r/lab:/r/mask:/r/lower,upperdir=/r/upper,workdir=/r/work")
+        );
         // Without these the upper layer would not describe every change by itself.
         for feature in ["redirect_dir=off", "metacopy=off", "index=off"] {
             assert!(options.contains(feature), "{options}");

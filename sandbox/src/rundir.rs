@@ -5,6 +5,7 @@
 //! ```text
 //! <run root>/<run id>/      tmpfs, size = write limit + lab   (so a disk-filling program
 //! ├── lab/                  the lab layer (top lower)          fills this, not the host)
+//! ├── mask/                 whiteouts over the host's private paths (middle lower)
 //! ├── lower/                bind of / , read-only, no submounts (bottom lower)
 //! ├── upper/                overlay upper: the write witness reads this
 //! ├── work/                 overlay work dir
@@ -171,7 +172,7 @@ impl RunDir {
             path: dir.path.clone(),
             source,
         })?;
-        for sub in ["lab", "lower", "upper", "work", "merged"] {
+        for sub in ["lab", "mask", "lower", "upper", "work", "merged"] {
             let sub = dir.path.join(sub);
             fs::create_dir(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
         }
@@ -232,6 +233,9 @@ impl RunDir {
     }
     pub(crate) fn lab_layer(&self) -> PathBuf {
         self.path.join("lab")
+    }
+    pub(crate) fn mask_layer(&self) -> PathBuf {
+        self.path.join("mask")
     }
     pub(crate) fn lower(&self) -> PathBuf {
         self.path.join("lower")

@@ -21,6 +21,7 @@ use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
 use crate::events::LabEvents;
 use crate::lab::{Lab, LabError, LabView};
 use crate::limits::{InvalidLimit, Limits};
+use crate::mask::{self, MaskError};
 use crate::message::{MESSAGE_LEN, Message, Stage};
 use crate::net::probe::NetProbe;
 use crate::net::{NetSelfTest, NetSensor, NetworkLog, Sinkhole, SinkholeOptions};
@@ -43,6 +44,8 @@ pub enum SandboxError {
     Limit(#[from] InvalidLimit),
     #[error(transparent)]
     Lab(#[from] LabError),
+    #[error(transparent)]
+    Mask(#[from] MaskError),
     #[error(
         "the sandbox needs root for namespaces, mounts and cgroups; this process runs as uid {uid}"
     )]
@@ -99,6 +102,7 @@ pub struct SandboxBuilder {
     lab: Lab,
     limits: Limits,
     run_as: RunAs,
+    hide: Vec<PathBuf>,
     run_root: PathBuf,
     cgroup_root: PathBuf,
     hostname: String,
@@ -136,6 +140,7 @@ impl Sandbox {
                 uid: 65534,
                 gid: 65534,
             },
+            hide: Vec::new(),
             run_root: PathBuf::from("/run/vac"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             hostname: "vac-sandbox".into(),
@@ -163,6 +168,13 @@ impl SandboxBuilder {
     }
     pub fn run_as(mut self, run_as: RunAs) -> Self {
         self.run_as = run_as;
+        self
+    }
+    /// A host path to hide from the program besides the built-in ones (every account's
+    /// home, `/tmp`, `/var/tmp`, `/run`, password hashes and private keys); the program's own
+    /// installation stays visible inside a hidden directory.
+    pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hide.push(path.into());
         self
     }
     /// Host directory under which run directories are made (default `/run/vac`).
@@ -249,7 +261,6 @@ impl Sandbox {
             RunAs::RootWithoutCapabilities => (0, 0),
         };
         config.lab.build(&run_dir.lab_layer(), uid, gid)?;
-        run_dir.reserve_lab(&config.limits)?;
         let view = config.lab.view();
         let env = self.environment(&view);
         let path_var = env
@@ -257,8 +268,12 @@ impl Sandbox {
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let layers = [run_dir.lab_layer(), run_dir.lower()];
+        let layers = [run_dir.lab_layer(), run_dir.mask_layer(), run_dir.lower()];
         let program = resolve(&config.command[0], &path_var, &view.work(), &layers)?;
+        let hidden = mask::hidden_paths(&run_dir.lower(), &config.hide);
+        let kept = mask::installation(&program, &config.command[1..], &run_dir.lower(), &hidden);
+        mask::build(&run_dir.mask_layer(), &run_dir.lower(), &hidden, &kept)?;
+        run_dir.reserve_lab(&config.limits)?;
         let marker = Marker {
             path: view.tmp().join(format!(".vac-marker-{}", nonce())),
             content: format!("vac witness marker {id}\n").into_bytes(),
@@ -268,8 +283,7 @@ impl Sandbox {
             rootfs: RootfsPlan {
                 merged: run_dir.merged(),
                 overlay_options: rootfs::overlay_options(
-                    &layers[0],
-                    &layers[1],
+                    &layers,
                     &run_dir.upper(),
                     &run_dir.work(),
                 ),
@@ -701,7 +715,7 @@ impl Stopped {
         self.guard
             .run_dir
             .as_ref()
-            .map(|d| vec![d.lab_layer(), d.lower()])
+            .map(|d| vec![d.lab_layer(), d.mask_layer(), d.lower()])
             .unwrap_or_default()
     }
     /// The fs write witness of this run, expecting the run's marker.

@@ -158,9 +158,8 @@ pub(crate) fn lgetxattr(path: &CStr, name: &CStr) -> Result<Option<Vec<u8>>, Err
     }
 }
 
-/// Sets an extended attribute of `path` without following a final symlink. Only the witness
-/// tests use it, to lay out by hand the `trusted.overlay.*` marks overlayfs leaves.
-#[cfg(test)]
+/// Sets an extended attribute of `path` without following a final symlink: the mask's
+/// opaque directories, and the witness tests' hand-made `trusted.overlay.*` marks.
 pub(crate) fn lsetxattr(path: &CStr, name: &CStr, value: &[u8]) -> Result<(), Errno> {
     // SAFETY: both names are NUL-terminated C strings and the value pointer and length
     // describe memory borrowed from `value` for the duration of the call.

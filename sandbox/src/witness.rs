@@ -310,11 +310,37 @@ impl OverlayWitness {
         Ok(())
     }
 
+    /// Where the overlay found `rel` before the run: the topmost lower layer that has it,
+    /// unless a layer above hid it, by a whiteout at it or at one of its directories or by
+    /// an opaque directory above it (the sandbox's mask over the host's private paths).
     fn lower_of(&self, rel: &Path) -> Option<PathBuf> {
-        self.lowers
-            .iter()
-            .map(|l| l.join(rel))
-            .find(|p| fs::symlink_metadata(p).is_ok())
+        let whiteout = |meta: &fs::Metadata| meta.file_type().is_char_device() && meta.rdev() == 0;
+        for (i, layer) in self.lowers.iter().enumerate() {
+            let path = layer.join(rel);
+            if let Ok(meta) = fs::symlink_metadata(&path) {
+                return (!whiteout(&meta)).then_some(path);
+            }
+            if i + 1 == self.lowers.len() {
+                break;
+            }
+            // Shortest directory first; the first one the layer lacks ends the search.
+            let mut dirs: Vec<&Path> = rel.ancestors().skip(1).collect();
+            dirs.pop(); // ""
+            for dir in dirs.into_iter().rev() {
+                let at = layer.join(dir);
+                match fs::symlink_metadata(&at) {
+                    Ok(meta) if whiteout(&meta) => return None,
+                    Ok(meta) if meta.is_dir() => {
+                        let opaque = sys::lgetxattr(&c_path(&at), c"trusted.overlay.opaque");
+                        if opaque.is_ok_and(|v| v.as_deref() == Some(b"y")) {
+                            return None;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        None
     }
 }
 

@@ -1,0 +1,509 @@
+//! What of the host the program must not read: every account's home directory, the host's
+//! temporary and runtime directories, its password hashes and private keys. Each is hidden
+//! by an overlay whiteout in a layer of its own, between the lab and the host root, so the
+//! program sees them as absent whichever uid it runs as.
+//!
+//! The program's own installation stays visible: a server installed with pyenv, uv, nvm or
+//! npx lives under a home, and must run as installed. The files its start goes through (the
+//! program, its symlinks, its `#!` interpreter, a venv's `pyvenv.cfg` home, absolute paths
+//! among its arguments) each name an installation directory; inside a hidden directory,
+//! every entry but the ones leading to an installation is whited out.
+//!
+//! ```text
+//! host /root/{.ssh, .bash_history, .venv/…}   program /root/.venv/bin/server
+//! mask  root/            (dir, host's mode and owner)
+//!       root/.ssh        whiteout
+//!       root/.bash_history whiteout
+//!                        (.venv absent from the mask: the host's shows through)
+//! ```
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown};
+use std::path::{Component, Path, PathBuf};
+
+use nix::sys::stat::{Mode, SFlag, mknod};
+
+use crate::sys;
+
+/// Fixed paths hidden on every host; account homes and host keys are found at each run.
+const HIDDEN: [&str; 11] = [
+    "/root",
+    "/home",
+    "/tmp",
+    "/var/tmp",
+    "/run",
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssl/private",
+    "/var/backups",
+];
+
+/// Homes in `/etc/passwd` under these are system directories (`/usr/sbin`, `/bin`, `/dev`),
+/// not private state: hiding them would break the programs a server runs.
+const SYSTEM_DIRS: [&str; 11] = [
+    "/", "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc",
+];
+
+/// Directories whose outermost one below a hidden directory is an installation.
+const PROJECT_MARKERS: [&str; 8] = [
+    "pyvenv.cfg",
+    "package.json",
+    "node_modules",
+    "pyproject.toml",
+    "setup.py",
+    "Cargo.toml",
+    "go.mod",
+    "deno.json",
+];
+
+/// More whiteouts than this in one run's mask is an error: the run tmpfs's inodes are the
+/// program's write budget.
+pub(crate) const MAX_WHITEOUTS: usize = 16_384;
+/// Links, interpreters and venv homes followed from the program, at most.
+const MAX_CHAIN: usize = 32;
+
+/// The mask could not be laid out.
+#[derive(Debug, thiserror::Error)]
+pub enum MaskError {
+    #[error("cannot hide {path} from the program")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "hiding the host's private directories needs more than {MAX_WHITEOUTS} whiteouts (at {path})"
+    )]
+    TooMany { path: PathBuf },
+}
+
+/// The host paths to hide, in the sandbox's view, read from the host root as the overlay
+/// sees it (`lower`), with `extra` ones the caller named.
+pub(crate) fn hidden_paths(lower: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut hidden: BTreeSet<PathBuf> = HIDDEN.iter().map(PathBuf::from).collect();
+    let passwd = fs::read_to_string(lower.join("etc/passwd")).unwrap_or_default();
+    for home in passwd.lines().filter_map(|l| l.split(':').nth(5)) {
+        let home = normalise(Path::new(home));
+        let system = SYSTEM_DIRS
+            .iter()
+            .any(|s| home == Path::new(s) || (*s != "/" && home.starts_with(s)));
+        if home.is_absolute() && !system {
+            hidden.insert(home);
+        }
+    }
+    for entry in fs::read_dir(lower.join("etc/ssh"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("ssh_host_") && name.ends_with("_key") {
+            hidden.insert(Path::new("/etc/ssh").join(&*name));
+        }
+    }
+    hidden.extend(extra.iter().map(|p| normalise(p)));
+    hidden.into_iter().collect()
+}
+
+/// The installation directories the program's start goes through (sandbox view), each below
+/// one of `hidden`: what stays visible inside them.
+pub(crate) fn installation(
+    program: &Path,
+    args: &[OsString],
+    lower: &Path,
+    hidden: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut todo: Vec<PathBuf> = vec![program.to_path_buf()];
+    todo.extend(
+        args.iter()
+            .map(PathBuf::from)
+            .filter(|a| a.is_absolute() && fs::symlink_metadata(in_layer(lower, a)).is_ok()),
+    );
+    let mut seen = BTreeSet::new();
+    let mut kept = BTreeSet::new();
+    while let Some(file) = todo.pop() {
+        let file = normalise(&file);
+        if seen.len() >= MAX_CHAIN || !seen.insert(file.clone()) {
+            continue;
+        }
+        let on_host = in_layer(lower, &file);
+        if let Ok(target) = fs::read_link(&on_host) {
+            let parent = file.parent().unwrap_or(Path::new("/"));
+            todo.push(parent.join(target));
+        }
+        if let Some(interpreter) = shebang(&on_host) {
+            todo.push(interpreter);
+        }
+        let Some(root) = installation_root(&file, lower, hidden) else {
+            continue;
+        };
+        if let Some(home) = venv_home(&in_layer(lower, &root)) {
+            // The interpreter the venv was made from: `home` is its bin directory.
+            todo.push(home.join("python3"));
+        }
+        kept.insert(root);
+    }
+    kept.into_iter().collect()
+}
+
+/// The directory of `file`'s installation, when `file` is inside a hidden directory: the
+/// outermost directory below it with a project marker, else the parent of a `bin`
+/// directory, else the file's own directory.
+fn installation_root(file: &Path, lower: &Path, hidden: &[PathBuf]) -> Option<PathBuf> {
+    let within = hidden
+        .iter()
+        .filter(|h| file.starts_with(h) && file != h.as_path())
+        .max_by_key(|h| h.components().count())?;
+    let dir = file.parent()?;
+    if dir == within {
+        // A file directly in a hidden directory (a script in /tmp): that file alone.
+        return Some(file.to_path_buf());
+    }
+    let below = |a: &Path| a.starts_with(within) && a != within.as_path();
+    let marked = dir
+        .ancestors()
+        .filter(|a| below(a))
+        .filter(|a| {
+            let on_host = in_layer(lower, a);
+            PROJECT_MARKERS
+                .iter()
+                .any(|m| fs::symlink_metadata(on_host.join(m)).is_ok())
+        })
+        .last();
+    if let Some(marked) = marked {
+        return Some(marked.to_path_buf());
+    }
+    let bin = matches!(
+        dir.file_name().map(|n| n.as_bytes()),
+        Some(b"bin" | b"sbin")
+    );
+    match dir.parent() {
+        Some(parent) if bin && below(parent) => Some(parent.to_path_buf()),
+        _ => Some(dir.to_path_buf()),
+    }
+}
+
+/// The interpreter a `#!` line names (`/usr/bin/env` is itself the interpreter: what it
+/// finds on the sandbox's PATH is outside the homes).
+fn shebang(path: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let interpreter = line
+        .split(|b| b.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(interpreter)))
+}
+
+/// A venv's `home = …` (the bin directory of the interpreter it was made from).
+fn venv_home(root: &Path) -> Option<PathBuf> {
+    let config = fs::read_to_string(root.join("pyvenv.cfg")).ok()?;
+    config.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+    })
+}
+
+/// Lays out the mask layer: each hidden file a whiteout, each hidden directory an empty
+/// opaque one, or, when an installation lies inside it, a directory hiding every entry not
+/// leading there. Directories the mask makes carry the host's mode and owner, since the
+/// topmost layer's are the ones seen. Returns the number of paths hidden.
+pub(crate) fn build(
+    layer: &Path,
+    lower: &Path,
+    hidden: &[PathBuf],
+    kept: &[PathBuf],
+) -> Result<usize, MaskError> {
+    let mut mask = Mask {
+        layer,
+        lower,
+        kept,
+        whiteouts: 0,
+    };
+    for path in hidden {
+        mask.hide(path, true)?;
+    }
+    Ok(mask.whiteouts)
+}
+
+struct Mask<'a> {
+    layer: &'a Path,
+    lower: &'a Path,
+    kept: &'a [PathBuf],
+    whiteouts: usize,
+}
+
+impl Mask<'_> {
+    /// Hides `path`: a hidden directory named in the list stays as an empty one; what lies
+    /// beside the way to an installation inside it is made absent, names and all.
+    fn hide(&mut self, path: &Path, named: bool) -> Result<(), MaskError> {
+        let on_host = in_layer(self.lower, path);
+        let Ok(meta) = fs::symlink_metadata(&on_host) else {
+            return Ok(());
+        };
+        if self.kept.iter().any(|k| path.starts_with(k)) {
+            return Ok(());
+        }
+        let target = in_layer(self.layer, path);
+        let io = |source| MaskError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if self.parents(path)? {
+            return Ok(());
+        }
+        let leads_to_kept = self.kept.iter().any(|k| k.starts_with(path));
+        if named && meta.is_dir() && !leads_to_kept {
+            // An empty directory where the host's was: programs that write to /tmp or
+            // their home still can, and see nothing of the host's.
+            self.dir_like(&target, &meta).map_err(io)?;
+            sys::lsetxattr(&c_path(&target), c"trusted.overlay.opaque", b"y")
+                .map_err(|errno| io(std::io::Error::from(errno)))?;
+            return self.count(path);
+        }
+        if !leads_to_kept {
+            if fs::symlink_metadata(&target).is_ok() {
+                return Ok(());
+            }
+            mknod(&target, SFlag::S_IFCHR, Mode::empty(), 0)
+                .map_err(|errno| io(std::io::Error::from(errno)))?;
+            return self.count(path);
+        }
+        self.dir_like(&target, &meta).map_err(io)?;
+        let entries = fs::read_dir(&on_host).map_err(io)?;
+        for entry in entries {
+            let entry = entry.map_err(io)?;
+            self.hide(&path.join(entry.file_name()), false)?;
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, path: &Path) -> Result<(), MaskError> {
+        self.whiteouts += 1;
+        if self.whiteouts > MAX_WHITEOUTS {
+            return Err(MaskError::TooMany {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes the mask's copies of `path`'s ancestors, with the host's mode and owner; true
+    /// when one of them already hides it (a hidden path inside another).
+    fn parents(&self, path: &Path) -> Result<bool, MaskError> {
+        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+        ancestors.pop(); // "/"
+        for dir in ancestors.into_iter().rev() {
+            let target = in_layer(self.layer, dir);
+            match fs::symlink_metadata(&target) {
+                Ok(meta) if meta.is_dir() && !is_opaque(&target) => continue,
+                Ok(_) => return Ok(true),
+                Err(_) => {}
+            }
+            let io = |source| MaskError::Io {
+                path: dir.to_path_buf(),
+                source,
+            };
+            let meta = fs::metadata(in_layer(self.lower, dir)).map_err(io)?;
+            self.dir_like(&target, &meta).map_err(io)?;
+        }
+        Ok(false)
+    }
+
+    fn dir_like(&self, target: &Path, host: &fs::Metadata) -> std::io::Result<()> {
+        if !target.exists() {
+            fs::create_dir(target)?;
+        }
+        lchown(target, Some(host.uid()), Some(host.gid()))?;
+        fs::set_permissions(target, fs::Permissions::from_mode(host.mode() & 0o7777))
+    }
+}
+
+fn is_opaque(dir: &Path) -> bool {
+    sys::lgetxattr(&c_path(dir), c"trusted.overlay.opaque")
+        .is_ok_and(|v| v.as_deref() == Some(b"y"))
+}
+
+fn c_path(path: &Path) -> std::ffi::CString {
+    std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+/// `path` (sandbox view, absolute) inside a layer directory.
+fn in_layer(layer: &Path, path: &Path) -> PathBuf {
+    layer.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// `.` and `..` resolved lexically (symlinks are followed by reading them, not here).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> tempfile::TempDir {
+        let host = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = host.path().join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write(
+            "etc/passwd",
+            "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/false\n\
+             pg:x:101:101::/var/lib/postgresql:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n\
+             sync:x:4:65534::/bin:/bin/sync\nnet:x:998:998::/:/bin/false\n",
+        );
+        write("etc/ssh/ssh_host_ed25519_key", "private");
+        write("etc/ssh/ssh_host_ed25519_key.pub", "public");
+        write("root/.ssh/id_rsa", "secret");
+        write(
+            "root/.venv/pyvenv.cfg",
+            "home = /root/.pyenv/versions/3.11.7/bin\nversion = 3.11.7\n",
+        );
+        write(
+            "root/.venv/bin/server",
+            "#!/root/.venv/bin/python3\nimport x\n",
+        );
+        write("root/.pyenv/versions/3.11.7/bin/python3.11", "ELF");
+        write("root/.pyenv/versions/3.11.7/lib/python3.11/os.py", "");
+        write("root/.pyenv/versions/3.12.0/bin/python3.12", "ELF");
+        write("home/alice/proj/package.json", "{}");
+        write("home/alice/proj/dist/index.js", "");
+        write("home/alice/.npmrc", "//registry:_authToken=secret");
+        std::os::unix::fs::symlink(
+            "/root/.pyenv/versions/3.11.7/bin/python3.11",
+            host.path().join("root/.venv/bin/python3"),
+        )
+        .unwrap();
+        host
+    }
+
+    #[test]
+    fn homes_of_accounts_are_hidden_but_system_directories_are_not() {
+        let host = host();
+        let hidden = hidden_paths(host.path(), &[PathBuf::from("/srv/secrets/../keys")]);
+        for path in [
+            "/root",
+            "/home/alice",
+            "/var/lib/postgresql",
+            "/etc/ssh/ssh_host_ed25519_key",
+            "/srv/keys",
+            "/tmp",
+        ] {
+            assert!(hidden.contains(&PathBuf::from(path)), "{path}: {hidden:?}");
+        }
+        for path in [
+            "/",
+            "/usr/sbin",
+            "/bin",
+            "/etc/ssh/ssh_host_ed25519_key.pub",
+        ] {
+            assert!(!hidden.contains(&PathBuf::from(path)), "{path}: {hidden:?}");
+        }
+    }
+
+    #[test]
+    fn a_venv_keeps_itself_and_the_interpreter_it_was_made_from() {
+        let host = host();
+        let hidden = hidden_paths(host.path(), &[]);
+        let kept = installation(
+            Path::new("/root/.venv/bin/server"),
+            &[],
+            host.path(),
+            &hidden,
+        );
+        assert_eq!(
+            kept,
+            [
+                PathBuf::from("/root/.pyenv/versions/3.11.7"),
+                PathBuf::from("/root/.venv"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_script_argument_keeps_its_project_not_the_home() {
+        let host = host();
+        let hidden = hidden_paths(host.path(), &[]);
+        let args = [
+            OsString::from("/home/alice/proj/dist/index.js"),
+            OsString::from("--x"),
+        ];
+        let kept = installation(Path::new("/usr/bin/node"), &args, host.path(), &hidden);
+        assert_eq!(kept, [PathBuf::from("/home/alice/proj")]);
+        let loose = installation(Path::new("/tmp/tool.sh"), &[], host.path(), &hidden);
+        assert_eq!(loose, [PathBuf::from("/tmp/tool.sh")]);
+    }
+
+    /// Whiteouts need CAP_MKNOD before Linux 5.8; without root the case is a visible skip.
+    #[test]
+    fn the_mask_whites_out_all_but_the_way_to_an_installation() {
+        if !nix::unistd::geteuid().is_root() {
+            assert!(
+                std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+                "the mask test needs root to make whiteouts"
+            );
+            eprintln!("SKIPPED the_mask_whites_out_all_but_the_way_to_an_installation: needs root");
+            return;
+        }
+        let host = host();
+        let layer = tempfile::tempdir().unwrap();
+        fs::set_permissions(host.path().join("root"), fs::Permissions::from_mode(0o700)).unwrap();
+        let hidden = hidden_paths(host.path(), &[]);
+        let kept = installation(
+            Path::new("/root/.venv/bin/server"),
+            &[],
+            host.path(),
+            &hidden,
+        );
+        let made = build(layer.path(), host.path(), &hidden, &kept).unwrap();
+        let whiteout = |rel: &str| {
+            fs::symlink_metadata(layer.path().join(rel))
+                .is_ok_and(|m| m.file_type().is_char_device() && m.rdev() == 0)
+        };
+        use std::os::unix::fs::FileTypeExt;
+        let empty = |rel: &str| {
+            let dir = layer.path().join(rel);
+            is_opaque(&dir) && fs::read_dir(&dir).unwrap().next().is_none()
+        };
+        assert!(whiteout("root/.ssh"), "beside the way to .venv: absent, name and all");
+        assert!(whiteout("root/.pyenv/versions/3.12.0"));
+        assert!(empty("home"), "/home holds no installation: hidden whole");
+        assert!(whiteout("etc/ssh/ssh_host_ed25519_key"));
+        assert!(
+            !is_opaque(&layer.path().join("root")),
+            "the way to .venv stays open"
+        );
+        assert!(!layer.path().join("root/.venv").exists());
+        assert!(!layer.path().join("root/.pyenv/versions/3.11.7").exists());
+        assert!(
+            !layer
+                .path()
+                .join("etc/ssh/ssh_host_ed25519_key.pub")
+                .exists()
+        );
+        assert_eq!(made, 4, "one whiteout each, none inside another");
+        let mode = fs::metadata(layer.path().join("root")).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "the mask's /root has the host's mode");
+    }
+}

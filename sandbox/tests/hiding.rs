@@ -1,0 +1,121 @@
+//! Privileged suite: a program running as uid 0 (no capabilities, so owner rights over
+//! root-owned files) sees nothing of the host's homes, temporary directories or password
+//! hashes, yet runs from an installation inside root's 0700 home. Needs root; skips visibly
+//! elsewhere, fails under CI.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use vac_sandbox::{RunAs, Sandbox};
+
+/// Removes the host files the test planted, however it ends.
+struct Planted(Vec<PathBuf>);
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_dir_all(path).or_else(|_| std::fs::remove_file(path));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_installed_in_roots_home_runs_and_sees_no_other_host_secret() {
+    let test = "a_program_installed_in_roots_home_runs_and_sees_no_other_host_secret";
+    if !privileged(test) {
+        return;
+    }
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
+    );
+    let install = PathBuf::from(format!("/root/.vac-hiding-{nonce}"));
+    let host_tmp = PathBuf::from(format!("/tmp/.vac-hiding-{nonce}"));
+    let _planted = Planted(vec![install.clone(), host_tmp.clone()]);
+    let secret = install.join("secret");
+    let tool = install.join("app/bin/tool");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::set_permissions(&install, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(&secret, "host-secret-bytes\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(&host_tmp, "host-tmp-bytes\n").unwrap();
+    let script = format!(
+        "#!/bin/sh\necho tool-ran\ncat {secret} {host_tmp} /etc/shadow 2>&1\n\
+         echo root:; ls -A /root; echo install:; ls -A {install}; echo tmp:; ls -A /tmp\n\
+         echo written > /root/.profile-by-tool && echo home-writable\n",
+        secret = secret.display(),
+        host_tmp = host_tmp.display(),
+        install = install.display(),
+    );
+    std::fs::write(&tool, script).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let sandbox = Sandbox::builder([tool.as_os_str()])
+        .run_as(RunAs::RootWithoutCapabilities)
+        .build()
+        .unwrap();
+    let (out, err, stopped) = run_to_end(sandbox.spawn().unwrap()).await;
+    assert!(
+        out.contains("tool-ran"),
+        "the installed tool did not run: {out:?} {err:?}"
+    );
+    for leaked in [
+        "host-secret-bytes",
+        "host-tmp-bytes",
+        "root:x:",
+        "root:*",
+        "root:!",
+    ] {
+        assert!(!out.contains(leaked), "the program read {leaked:?}: {out}");
+    }
+    let listing = |from: &str, to: &str| -> Vec<String> {
+        let start = out.find(from).unwrap() + from.len();
+        let end = out[start..].find(to).map_or(out.len(), |i| start + i);
+        out[start..end]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let name = install.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        listing("root:\n", "install:"),
+        [name],
+        "/root shows only the way to the tool"
+    );
+    assert_eq!(
+        listing("install:\n", "tmp:"),
+        ["app"],
+        "the secret beside the tool is hidden"
+    );
+    assert!(
+        !listing("tmp:\n", "home-writable")
+            .iter()
+            .any(|n| n.starts_with(".vac-hiding")),
+        "the host's /tmp shows through: {out}"
+    );
+    assert!(
+        out.contains("home-writable"),
+        "a hidden home is still writable: {out}"
+    );
+
+    // The write into the hidden home is witnessed as new, with no old content from the host.
+    let report = stopped.witness().collect().unwrap();
+    report.require_live().unwrap();
+    let created = report
+        .changes
+        .iter()
+        .any(|c| matches!(c, vac_sandbox::FsChange::Created { path, .. } if path == Path::new("/root/.profile-by-tool")));
+    assert!(created, "{}", render(&report));
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "host-secret-bytes\n"
+    );
+    assert!(
+        !Path::new("/root/.profile-by-tool").exists(),
+        "the write reached the host"
+    );
+}
