@@ -68,6 +68,18 @@ pub(crate) const MAX_WHITEOUTS: usize = 16_384;
 /// Links, interpreters and venv homes followed from the program, at most.
 const MAX_CHAIN: usize = 32;
 
+/// What of the host a run's program could see, for the record: who it ran as, the host
+/// paths hidden from it, and the installation directories left visible inside them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Visibility {
+    pub uid: u32,
+    pub gid: u32,
+    #[serde(with = "crate::serde_path::vec")]
+    pub hidden: Vec<PathBuf>,
+    #[serde(with = "crate::serde_path::vec")]
+    pub exposed: Vec<PathBuf>,
+}
+
 /// The mask could not be laid out.
 #[derive(Debug, thiserror::Error)]
 pub enum MaskError {
@@ -232,6 +244,51 @@ pub(crate) fn build(
         mask.hide(path, true)?;
     }
     Ok(mask.whiteouts)
+}
+
+/// Puts `bytes` at `path` (sandbox view) in the mask layer, over the host's file, with the
+/// host file's mode (0644 when it has none): what the program reads there instead.
+pub(crate) fn replace(
+    layer: &Path,
+    lower: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), MaskError> {
+    let mask = Mask {
+        layer,
+        lower,
+        kept: &[],
+        whiteouts: 0,
+    };
+    let io = |source| MaskError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if mask.parents(path)? {
+        return Ok(());
+    }
+    let mode = fs::metadata(in_layer(lower, path)).map_or(0o644, |m| m.mode() & 0o777);
+    let target = in_layer(layer, path);
+    fs::write(&target, bytes).map_err(io)?;
+    fs::set_permissions(&target, fs::Permissions::from_mode(mode)).map_err(io)
+}
+
+/// The host's `/etc/hosts` with the sandbox's own hostname on 127.0.1.1, as Debian writes
+/// it: a program that looks up the machine's name (git does, for its reflog) finds it
+/// locally instead of asking the sinkhole's resolver, as on an ordinary machine.
+pub(crate) fn hosts_with(lower: &Path, hostname: &str) -> Vec<u8> {
+    let mut hosts = fs::read_to_string(lower.join("etc/hosts")).unwrap_or_default();
+    let named = hosts.lines().any(|line| {
+        let line = line.split('#').next().unwrap_or_default();
+        line.split_whitespace().skip(1).any(|name| name == hostname)
+    });
+    if !named {
+        if !hosts.is_empty() && !hosts.ends_with('\n') {
+            hosts.push('\n');
+        }
+        hosts.push_str(&format!("127.0.1.1\t{hostname}\n"));
+    }
+    hosts.into_bytes()
 }
 
 struct Mask<'a> {
@@ -399,6 +456,16 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_hostname_is_added_to_the_hosts_file_once() {
+        let host = host();
+        fs::write(host.path().join("etc/hosts"), "127.0.0.1\tlocalhost\n").unwrap();
+        let hosts = String::from_utf8(hosts_with(host.path(), "box")).unwrap();
+        assert_eq!(hosts, "127.0.0.1\tlocalhost\n127.0.1.1\tbox\n");
+        fs::write(host.path().join("etc/hosts"), &hosts).unwrap();
+        assert_eq!(hosts_with(host.path(), "box"), hosts.as_bytes());
+    }
+
+    #[test]
     fn homes_of_accounts_are_hidden_but_system_directories_are_not() {
         let host = host();
         let hidden = hidden_paths(host.path(), &[PathBuf::from("/srv/secrets/../keys")]);
@@ -486,7 +553,10 @@ mod tests {
             let dir = layer.path().join(rel);
             is_opaque(&dir) && fs::read_dir(&dir).unwrap().next().is_none()
         };
-        assert!(whiteout("root/.ssh"), "beside the way to .venv: absent, name and all");
+        assert!(
+            whiteout("root/.ssh"),
+            "beside the way to .venv: absent, name and all"
+        );
         assert!(whiteout("root/.pyenv/versions/3.12.0"));
         assert!(empty("home"), "/home holds no installation: hidden whole");
         assert!(whiteout("etc/ssh/ssh_host_ed25519_key"));

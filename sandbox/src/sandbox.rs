@@ -21,7 +21,7 @@ use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
 use crate::events::LabEvents;
 use crate::lab::{Lab, LabError, LabView};
 use crate::limits::{InvalidLimit, Limits};
-use crate::mask::{self, MaskError};
+use crate::mask::{self, MaskError, Visibility};
 use crate::message::{MESSAGE_LEN, Message, Stage};
 use crate::net::probe::NetProbe;
 use crate::net::{NetSelfTest, NetSensor, NetworkLog, Sinkhole, SinkholeOptions};
@@ -103,6 +103,7 @@ pub struct SandboxBuilder {
     limits: Limits,
     run_as: RunAs,
     hide: Vec<PathBuf>,
+    expose: Vec<PathBuf>,
     run_root: PathBuf,
     cgroup_root: PathBuf,
     hostname: String,
@@ -141,6 +142,7 @@ impl Sandbox {
                 gid: 65534,
             },
             hide: Vec::new(),
+            expose: Vec::new(),
             run_root: PathBuf::from("/run/vac"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             hostname: "vac-sandbox".into(),
@@ -175,6 +177,12 @@ impl SandboxBuilder {
     /// installation stays visible inside a hidden directory.
     pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
         self.hide.push(path.into());
+        self
+    }
+    /// A host path left visible to the program even inside a hidden directory (its
+    /// installation's own directories are found from the command without this).
+    pub fn expose(mut self, path: impl Into<PathBuf>) -> Self {
+        self.expose.push(path.into());
         self
     }
     /// Host directory under which run directories are made (default `/run/vac`).
@@ -271,8 +279,23 @@ impl Sandbox {
         let layers = [run_dir.lab_layer(), run_dir.mask_layer(), run_dir.lower()];
         let program = resolve(&config.command[0], &path_var, &view.work(), &layers)?;
         let hidden = mask::hidden_paths(&run_dir.lower(), &config.hide);
-        let kept = mask::installation(&program, &config.command[1..], &run_dir.lower(), &hidden);
-        mask::build(&run_dir.mask_layer(), &run_dir.lower(), &hidden, &kept)?;
+        let mut exposed =
+            mask::installation(&program, &config.command[1..], &run_dir.lower(), &hidden);
+        exposed.extend(config.expose.iter().cloned());
+        mask::build(&run_dir.mask_layer(), &run_dir.lower(), &hidden, &exposed)?;
+        let hosts = mask::hosts_with(&run_dir.lower(), &config.hostname);
+        mask::replace(
+            &run_dir.mask_layer(),
+            &run_dir.lower(),
+            Path::new("/etc/hosts"),
+            &hosts,
+        )?;
+        let visibility = Visibility {
+            uid,
+            gid,
+            hidden,
+            exposed,
+        };
         run_dir.reserve_lab(&config.limits)?;
         let marker = Marker {
             path: view.tmp().join(format!(".vac-marker-{}", nonce())),
@@ -463,6 +486,7 @@ impl Sandbox {
             marker,
             marker_errno,
             network,
+            visibility,
             guard,
         })
     }
@@ -517,10 +541,15 @@ pub struct Running {
     marker: Marker,
     marker_errno: i32,
     network: NetSensor,
+    visibility: Visibility,
     guard: Guard,
 }
 
 impl Running {
+    /// Who the program runs as and what of the host it can see.
+    pub fn visibility(&self) -> &Visibility {
+        &self.visibility
+    }
     /// The state of each sandbox path in `paths` in the run's upper layer now, read safely
     /// while the program runs ([`crate::layer_states`]).
     pub fn layer_states(&self, paths: &[PathBuf]) -> Vec<crate::LayerState> {

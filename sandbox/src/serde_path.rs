@@ -63,6 +63,24 @@ pub mod option {
     }
 }
 
+/// A `Vec<PathBuf>` field.
+pub mod vec {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(paths.iter().map(|p| spell(p)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<PathBuf>, D::Error> {
+        Vec::<Spelled>::deserialize(deserializer)?
+            .into_iter()
+            .map(read)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
