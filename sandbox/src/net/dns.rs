@@ -11,10 +11,13 @@ use tokio::net::UdpSocket;
 
 use super::log::Recorder;
 
-/// The address every A question is answered with.
-pub const SINKHOLE_V4: Ipv4Addr = Ipv4Addr::new(10, 255, 255, 1);
-/// The address every AAAA question is answered with.
-pub const SINKHOLE_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0x0bad, 1);
+/// The address every A question is answered with. A global unicast address (one of
+/// example.com's), not a private one: servers that refuse private destinations against
+/// SSRF (mcp-server-fetch does) fetch from it as from any site, and a server cannot tell
+/// the sinkhole by its address. Every address is local in the namespace: nothing leaves.
+pub const SINKHOLE_V4: Ipv4Addr = Ipv4Addr::new(23, 215, 0, 136);
+/// The address every AAAA question is answered with (global unicast, as above).
+pub const SINKHOLE_V6: Ipv6Addr = Ipv6Addr::new(0x2600, 0x1406, 0x3a00, 0x21, 0, 0, 0x173e, 0x2e65);
 
 const TYPE_A: u16 = 1;
 const TYPE_AAAA: u16 = 28;

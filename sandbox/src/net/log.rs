@@ -407,7 +407,7 @@ mod tests {
             NetSelfTest::Blind { .. }
         ));
         let index = log
-            .tcp_accepted(from, "10.255.255.1:80".parse().unwrap())
+            .tcp_accepted(from, "23.215.0.136:80".parse().unwrap())
             .unwrap();
         let http = HttpRequest {
             request_line: "GET / HTTP/1.0".into(),

@@ -2,8 +2,9 @@
 //! server name, then close.
 //!
 //! A connection is read until the cap, the end of an HTTP request head, a whole TLS record,
-//! the peer's close, or a short idle timeout, whichever comes first. An HTTP request gets an
-//! empty `204` so that clients finish cleanly; a DNS-over-TCP query on port 53 gets answered.
+//! the peer's close, or a short idle timeout, whichever comes first. An HTTP request gets a
+//! small, ordinary HTML page (a `200`), so that a fetch tool's call does its job and its
+//! egress is recorded with the bytes it sent; a DNS-over-TCP query on port 53 gets answered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,8 +17,24 @@ use tokio::sync::Semaphore;
 use super::dns;
 use super::log::{HttpRequest, Recorder};
 
-const HTTP_REPLY: &[u8] =
-    b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// The page every HTTP request gets: plain content a fetch or scrape tool can convert.
+const PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<title>Team notes</title></head>\n<body><h1>Team notes</h1>\n<p>The weekly sync moved to \
+Thursday at 10:00. Agenda: release checklist, on-call rota, open questions.</p>\n</body></html>\n";
+
+/// The reply to an HTTP request: `200` with [`PAGE`], its body left out for `HEAD`.
+fn http_reply(method: &str) -> Vec<u8> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        PAGE.len()
+    );
+    let mut reply = head.into_bytes();
+    if method != "HEAD" {
+        reply.extend_from_slice(PAGE.as_bytes());
+    }
+    reply
+}
 
 /// Accepts on `listener` until the task is aborted; at most `open` connections are read at
 /// once, the rest are logged and closed.
@@ -73,8 +90,9 @@ async fn handle(
     if let Some(index) = index {
         log.tcp_bytes(index, &bytes, http.clone(), sni);
     }
-    if http.is_some() {
-        let _ = stream.write_all(HTTP_REPLY).await;
+    if let Some(request) = &http {
+        let method = request.request_line.split(' ').next().unwrap_or_default();
+        let _ = stream.write_all(&http_reply(method)).await;
     }
     let _ = stream.shutdown().await;
 }
@@ -187,6 +205,20 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_http_request_gets_the_page_and_a_head_request_its_headers_only() {
+        let get = String::from_utf8(http_reply("GET")).unwrap();
+        let (head, body) = get.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(
+            head.contains(&format!("Content-Length: {}", body.len())),
+            "{head}"
+        );
+        assert!(body.contains("<h1>Team notes</h1>"), "{body}");
+        let only_head = String::from_utf8(http_reply("HEAD")).unwrap();
+        assert_eq!(only_head, format!("{head}\r\n\r\n"));
+    }
 
     #[test]
     fn http_request_line_and_host_are_read() {
