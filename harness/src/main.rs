@@ -106,6 +106,10 @@ struct ProbeArgs {
     /// repeatable): `--arg git_status.repo_path={work}/repo`.
     #[arg(long = "arg", value_name = "TOOL.FIELD=VALUE")]
     arg: Vec<ArgHint>,
+    /// Run the server as this uid (its primary group from the password database) instead
+    /// of the invoking user (`SUDO_UID` under sudo). uid 0 keeps no capabilities.
+    #[arg(long, value_name = "N")]
+    uid: Option<u32>,
     /// The server command and its arguments.
     #[arg(last = true, required_unless_present = "url")]
     command: Vec<OsString>,
@@ -405,6 +409,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         plants: args.plant,
         args: args.arg,
     };
+    if let Some(uid) = args.uid {
+        options.user = vac_harness::probe::user_of(uid, None);
+    }
     if let Some(path) = args.contract {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read contract {}", path.display()))?;
@@ -639,6 +646,9 @@ fn static_of_campaign(
         options.client.initialize_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
         options.client.request_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
         options.inputs = target.inputs.clone();
+        if let Some(uid) = target.uid {
+            options.user = vac_harness::probe::user_of(uid, None);
+        }
         let tools = runtime
             .block_on(vac_harness::probe::control_manifest(&options))
             .with_context(|| format!("target {:?}: cannot read its tools/list", target.id))?;

@@ -64,6 +64,8 @@ pub struct CampaignTarget {
     pub id: String,
     pub kind: TargetKind,
     pub inputs: Inputs,
+    /// `uid`: the user the server runs as, instead of the invoking one.
+    pub uid: Option<u32>,
     /// A contract document, read and parsed while checking the file.
     pub contract: Option<(String, String)>,
     pub tags: Vec<String>,
@@ -177,9 +179,6 @@ struct RawTarget {
     #[serde(default)]
     tags: Vec<String>,
 }
-
-/// The uid every sandboxed server runs as today (nobody).
-const SANDBOX_UID: i64 = 65534;
 
 impl Campaign {
     /// Reads and checks the campaign file at `path`.
@@ -372,17 +371,15 @@ impl Campaign {
                     ));
                 }
             };
-            if let Some(uid) = &t.uid
-                && *uid.get_ref() != SANDBOX_UID
-            {
-                return Err(error(
-                    uid.span().start,
-                    format!(
-                        "target {id:?}: uid {} is not built yet: servers run as {SANDBOX_UID} (nobody)",
-                        uid.get_ref()
-                    ),
-                ));
-            }
+            let uid = match &t.uid {
+                None => None,
+                Some(uid) => Some(u32::try_from(*uid.get_ref()).map_err(|_| {
+                    error(
+                        uid.span().start,
+                        format!("target {id:?}: uid {} is not a user id", uid.get_ref()),
+                    )
+                })?),
+            };
             let mut inputs = Inputs::default();
             for (key, value) in &t.env {
                 let given = format!("{}={}", key.get_ref(), value.get_ref());
@@ -435,6 +432,7 @@ impl Campaign {
                 id,
                 kind,
                 inputs,
+                uid,
                 contract,
                 tags: t.tags,
             });

@@ -547,6 +547,9 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
     options.inputs = target.inputs.clone();
+    if let Some(uid) = target.uid {
+        options.user = crate::probe::user_of(uid, None);
+    }
     options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
         name: name.clone(),
         text: text.clone(),

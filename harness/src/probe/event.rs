@@ -174,6 +174,9 @@ pub(crate) enum Event {
         path: PathBuf,
     },
     Lost(Lost),
+    /// Who the server ran as, the host paths hidden from it and the installation
+    /// directories left visible inside them.
+    Visibility(vac_sandbox::Visibility),
     /// How the run ended, beyond `run_end`'s status.
     Outcome {
         failure: Option<RunFailure>,
@@ -190,6 +193,9 @@ pub(crate) type Recorded = (Event, Vec<Vec<u8>>);
 pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
     let plain = |event| (event, Vec::new());
     let mut out = Vec::new();
+    if let Some(visibility) = &output.visibility {
+        out.push(plain(Event::Visibility(visibility.clone())));
+    }
     if let Some(version) = &output.protocol_version {
         out.push(plain(Event::Session {
             protocol_version: version.clone(),
@@ -419,6 +425,7 @@ impl RunBuilder {
             Event::Shutdown { t_ns } => output.shutdown = Some(Duration::from_nanos(t_ns)),
             Event::Marker { path } => output.marker = Some(path),
             Event::Lost(lost) => output.lost = lost,
+            Event::Visibility(visibility) => output.visibility = Some(visibility),
             Event::Outcome {
                 failure,
                 termination,

@@ -29,7 +29,7 @@ use vac_contracts::{
     Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
     graded_clauses, render,
 };
-use vac_sandbox::{Limits, Sandbox, SandboxError};
+use vac_sandbox::{Limits, RunAs, Sandbox, SandboxError};
 
 pub use event::EventError;
 pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
@@ -68,6 +68,38 @@ pub struct ProbeOptions {
     pub contract: Option<ContractSource>,
     /// Environment, planted files and argument hints for this target.
     pub inputs: inputs::Inputs,
+    /// The user the server runs as (default: the one who invoked vac).
+    pub user: RunAs,
+}
+
+/// The user a server runs as unless told otherwise: the one who invoked vac (`SUDO_UID`
+/// under sudo), so that a server installed in that user's home (pyenv, uv, nvm, npx) runs
+/// as installed. Capabilities are dropped and the host's homes hidden either way.
+pub fn invoking_user() -> RunAs {
+    let sudo = |name| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+    let root = nix::unistd::geteuid().is_root();
+    match (root.then(|| sudo("SUDO_UID")).flatten(), sudo("SUDO_GID")) {
+        (Some(uid), gid) => user_of(uid, gid),
+        (None, _) => user_of(
+            nix::unistd::getuid().as_raw(),
+            Some(nix::unistd::getgid().as_raw()),
+        ),
+    }
+}
+
+/// The run-as of `uid`: root without capabilities for 0; otherwise that uid with `gid`, or
+/// else its primary group from the password database, or else the same number.
+pub fn user_of(uid: u32, gid: Option<u32>) -> RunAs {
+    if uid == 0 {
+        return RunAs::RootWithoutCapabilities;
+    }
+    let gid = gid.unwrap_or_else(|| {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map_or(uid, |user| user.gid.as_raw())
+    });
+    RunAs::User { uid, gid }
 }
 
 /// A contract document's name (its path) and text, read by the caller.
@@ -101,6 +133,7 @@ impl ProbeOptions {
             run_root: None,
             contract: None,
             inputs: inputs::Inputs::default(),
+            user: invoking_user(),
         }
     }
 }
@@ -454,7 +487,8 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
     let mut builder = Sandbox::builder(command)
         .lab(planted.lab.clone())
         .env(&planted.env.0, &planted.env.1)
-        .limits(options.limits.clone());
+        .limits(options.limits.clone())
+        .run_as(options.user);
     for var in &options.inputs.env {
         builder = builder.env(&var.name, inputs::expand(&var.value, &view));
     }

@@ -189,6 +189,8 @@ pub(crate) struct RunOutput {
     pub(crate) termination: Option<String>,
     /// A remote target: only the protocol was witnessed.
     pub(crate) remote: bool,
+    /// Who the server ran as and what of the host it could see (SPEC §3.2).
+    pub(crate) visibility: Option<vac_sandbox::Visibility>,
 }
 
 impl RunOutput {
@@ -224,6 +226,7 @@ impl RunOutput {
             shutdown: None,
             termination: None,
             remote: false,
+            visibility: None,
         }
     }
 
@@ -298,6 +301,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
         running.take_stderr(),
     );
     let mut output = RunOutput::blank(running.id().to_string(), role, tool);
+    output.visibility = Some(running.visibility().clone());
     // Held until the run stops: a launched HTTP server must not see its stdin close.
     let mut _stdin = None;
     let wire = match (http, stdout, stdin, stderr) {
