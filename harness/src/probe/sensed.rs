@@ -3,6 +3,7 @@
 //! bytes) and UDP datagrams, each checked for the planted canary tokens.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -13,6 +14,15 @@ use super::event::{ExecSeen, Lost, NetSeen};
 use vac_contracts::detect::canaries_in;
 
 const EXCERPT: usize = 200;
+
+/// The addresses the sinkhole's resolver answers with: today's, and the private ones of
+/// receipts recorded before it answered with global ones, so they regrade the same.
+const RESOLVED_TO: [IpAddr; 4] = [
+    IpAddr::V4(vac_sandbox::SINKHOLE_V4),
+    IpAddr::V6(vac_sandbox::SINKHOLE_V6),
+    IpAddr::V4(std::net::Ipv4Addr::new(10, 255, 255, 1)),
+    IpAddr::V6(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0x0bad, 1)),
+];
 
 /// One observed exec, DNS query, connection or datagram, before subtraction.
 #[derive(Debug, Clone)]
@@ -78,12 +88,14 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
         });
     }
     for attempt in log.tcp.iter().filter(|t| since(t.t_ns) >= started) {
-        // Every name resolves to the sinkhole, so without Host or SNI the last name looked up
-        // before the connection is the best witness of where it meant to go.
+        // Every name resolves to the sinkhole's address, so without Host or SNI the last
+        // name looked up before a connection to it is the best witness of where it meant to
+        // go. A connection to any other address (loopback, a literal IP) was never a name's.
+        let resolved = RESOLVED_TO.contains(&attempt.dst.ip());
         let looked_up = || {
             log.dns
                 .iter()
-                .rfind(|q| since(q.t_ns) >= started && q.t_ns <= attempt.t_ns)
+                .rfind(|q| resolved && since(q.t_ns) >= started && q.t_ns <= attempt.t_ns)
         };
         let (host, host_from) = match (
             attempt.http.as_ref().and_then(|h| h.host.clone()),
