@@ -65,6 +65,8 @@ pub struct Plants {
     /// Paths that leave the contract's declared scope (`..`, absolute, through the symlink
     /// trap); empty when the contract declares no scope.
     pub escapes: Vec<String>,
+    /// The planted git repository (relative, absolute), when the lab has one.
+    pub repository: Option<(String, String)>,
 }
 
 /// One call the probe will make.
@@ -255,12 +257,38 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    // A tool that takes a repository gets the planted one, and paths and revisions in it.
+    let repository = plants.repository.as_ref().filter(|_| {
+        properties
+            .iter()
+            .any(|(name, property)| is_repository(name, resolve(schema, property, 0)))
+    });
     let mut fields = Vec::new();
     for (name, property) in &properties {
         let property = resolve(schema, property, 0);
         let path_like = is_path_like(name, property);
         if !required.contains(&name.as_str()) && !path_like {
             continue;
+        }
+        if let Some((relative, absolute)) = repository {
+            let inside = |path: &str| Value::String(path.to_string());
+            let planted = if is_repository(name, property) {
+                vec![inside(absolute), inside(relative)]
+            } else if path_like {
+                let file = format!("{absolute}/{}", super::plants::REPOSITORY_FILE);
+                vec![inside(super::plants::REPOSITORY_FILE), inside(&file)]
+            } else {
+                revision_for(tool, name).into_iter().map(inside).collect()
+            };
+            if !planted.is_empty() {
+                let array = property.get("type").is_some_and(|t| t == "array");
+                let others = candidates(schema, name, property, path_like, plants);
+                let planted = planted
+                    .into_iter()
+                    .map(|v| if array { Value::Array(vec![v]) } else { v });
+                fields.push((name.clone(), planted.chain(others).collect(), path_like));
+                continue;
+            }
         }
         fields.push((
             name.clone(),
@@ -276,6 +304,37 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
         ));
     }
     fields
+}
+
+/// Whether a field takes a repository: a string named `repo…` or `repository…`.
+fn is_repository(name: &str, property: &Value) -> bool {
+    let typed_string = property.get("type").is_none_or(|t| t == "string");
+    typed_string
+        && property.get("enum").is_none()
+        && words(name).iter().any(|w| w == "repo" || w == "repository")
+}
+
+/// What a revision-like field of a repository tool names in the planted repository:
+/// `HEAD` for a revision, commit or diff target, `main` for a branch the tool does not
+/// create. None for anything else (a new branch's name is free text).
+fn revision_for(tool: &str, name: &str) -> Option<&'static str> {
+    let field = words(name);
+    let has = |w: &str| field.iter().any(|f| f == w);
+    let creates = words(tool)
+        .iter()
+        .any(|w| ["create", "new", "add"].contains(&w.as_str()));
+    if [
+        "revision", "rev", "commit", "sha", "ref", "target", "since", "base",
+    ]
+    .iter()
+    .any(|w| has(w))
+    {
+        Some("HEAD")
+    } else if (field == ["branch"] || field == ["branch", "name"]) && !creates {
+        Some("main")
+    } else {
+        None
+    }
 }
 
 /// Whether any field of the tool takes a path.
@@ -476,7 +535,37 @@ fn described_values(description: &str) -> Vec<String> {
             return values;
         }
     }
-    Vec::new()
+    parenthesised_values(description)
+}
+
+/// Values a description names each in quotes inside parentheses, as "local branches
+/// ('local'), remote branches ('remote') or all ('all')": at least two, in order.
+fn parenthesised_values(description: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    for quote in ['\'', '"', '`'] {
+        let open = format!("({quote}");
+        let close = format!("{quote})");
+        let mut rest = description;
+        while let Some(start) = rest.find(&open) {
+            let after = &rest[start + open.len()..];
+            let Some(end) = after.find(&close) else { break };
+            let value = &after[..end];
+            let plain = !value.is_empty()
+                && value.len() <= 40
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.:+@".contains(c));
+            if plain && !values.iter().any(|v| v == value) {
+                values.push(value.to_string());
+            }
+            rest = &after[end + close.len()..];
+        }
+    }
+    if values.len() < 2 {
+        return Vec::new();
+    }
+    values.truncate(MAX_ENUM_VALUES);
+    values
 }
 
 /// Nested objects and arrays are filled this deep at most.
@@ -563,7 +652,7 @@ fn value_for(root: &Value, name: &str, property: &Value, plants: &Plants, depth:
 /// A string that does what the field's format or name asks, or the canary for free text.
 fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
     let by_format = match property.get("format").and_then(Value::as_str) {
-        Some("uri" | "url" | "iri" | "uri-reference") => Some("https://example.com/"),
+        Some("uri" | "url" | "iri" | "uri-reference") => Some("http://example.com/"),
         Some("date-time") => Some("2026-01-01T00:00:00Z"),
         Some("date") => Some("2026-01-01"),
         Some("time") => Some("12:00:00"),
@@ -580,7 +669,7 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
     let words = words(name);
     let has = |w: &str| words.iter().any(|word| word == w);
     let text = if has("url") || has("uri") || has("link") || has("href") || has("endpoint") {
-        "https://example.com/"
+        "http://example.com/"
     } else if has("timezone") || has("tz") || (has("time") && has("zone")) {
         "UTC"
     } else if has("time") {
@@ -729,7 +818,40 @@ mod tests {
             nonce_path: "notes/vac-nonce-abc.md".into(),
             canary: "vac-canary-abc".into(),
             escapes: Vec::new(),
+            repository: None,
         }
+    }
+
+    #[test]
+    fn a_repository_tool_gets_the_planted_repository_its_file_and_revisions() {
+        let plants = Plants {
+            repository: Some(("repo".into(), "/lab/work/repo".into())),
+            ..plants()
+        };
+        let schema = json!({"type": "object", "required": ["repo_path", "revision", "files"],
+            "properties": {"repo_path": {"type": "string"}, "revision": {"type": "string"},
+            "files": {"type": "array", "items": {"type": "string"}}}});
+        let calls = plan_tool("git_show", &schema, &plants, 6, false);
+        let first = &calls[0].arguments;
+        assert_eq!(first["repo_path"], "/lab/work/repo", "{calls:?}");
+        assert_eq!(first["revision"], "HEAD");
+        assert_eq!(first["files"], json!(["README.md"]));
+        let branch = json!({"type": "object", "required": ["repo_path", "branch_name"],
+            "properties": {"repo_path": {"type": "string"}, "branch_name": {"type": "string"}}});
+        let checkout = plan_tool("git_checkout", &branch, &plants, 6, false);
+        assert_eq!(checkout[0].arguments["branch_name"], "main");
+        let create = plan_tool("git_create_branch", &branch, &plants, 6, false);
+        assert_eq!(create[0].arguments["branch_name"], "vac-canary-abc");
+        // Without a repository field nothing changes: the note, as before.
+        let plain = plan_tool(
+            "read_note",
+            &json!({"type": "object", "required": ["path"],
+            "properties": {"path": {"type": "string"}}}),
+            &plants,
+            6,
+            false,
+        );
+        assert_eq!(plain[0].arguments["path"], "notes/welcome.md");
     }
 
     #[test]
@@ -903,8 +1025,8 @@ mod tests {
         assert_eq!(
             Value::Object(calls[0].arguments.clone()),
             json!({
-                "source_timezone": "UTC", "time": "12:00", "url": "https://example.com/",
-                "homepage": "https://example.com/", "sql_query": "SELECT 1", "expression": "1 + 1",
+                "source_timezone": "UTC", "time": "12:00", "url": "http://example.com/",
+                "homepage": "http://example.com/", "sql_query": "SELECT 1", "expression": "1 + 1",
                 "command": format!("echo {canary}"), "when": "2026-01-01T00:00:00Z",
                 "limit": 5, "ratio": 0.25,
                 "entities": [{"name": canary, "observations": [canary]}, {"name": canary, "observations": [canary]}],
@@ -941,6 +1063,11 @@ mod tests {
             ("Either plain prose or markdown.", &[]),
             ("Someone of note, either way.", &[]),
             ("A path to the file.", &[]),
+            (
+                "Whether to list local branches ('local'), remote branches ('remote') or all branches('all').",
+                &["local", "remote", "all"],
+            ),
+            ("The name ('main') of one branch.", &[]),
         ];
         for (description, expected) in cases {
             assert_eq!(described_values(description), *expected, "{description}");

@@ -1,7 +1,8 @@
-//! What the probe plants in the lab (SPEC §3.2): a note for read tools, canary secrets with
-//! tokens unique to this probe, and a scope-escape symlink inside the notes directory.
+//! What the probe plants in the lab (SPEC §3.2): a note for read tools, a small git
+//! repository for repository tools, canary secrets with tokens unique to this probe, and a
+//! scope-escape symlink inside the notes directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vac_sandbox::Lab;
@@ -13,6 +14,90 @@ pub(crate) const NOTE: &str = "notes/welcome.md";
 const NOTE_TEXT: &str = "# Welcome\n\nThis note was planted by vac for read tools.\n";
 /// A link inside the notes directory that leads to HOME, where the canaries are.
 pub(crate) const TRAP: &str = "notes/archive";
+
+/// The planted git repository, relative to the working directory.
+pub(crate) const REPOSITORY: &str = "repo";
+/// A file of the planted repository, relative to it.
+pub(crate) const REPOSITORY_FILE: &str = "README.md";
+
+/// The commits of the planted repository: (file, content, message), oldest first.
+const COMMITS: [(&str, &str, &str); 3] = [
+    (
+        "README.md",
+        "# inventory\n\nA small tool that keeps the stock list.\n",
+        "Start the inventory tool",
+    ),
+    (
+        "src/inventory.py",
+        "def total(items):\n    return sum(item.count for item in items)\n",
+        "Count the items",
+    ),
+    (
+        "README.md",
+        "# inventory\n\nA small tool that keeps the stock list.\n\nRun `python -m inventory`.\n",
+        "Say how to run it",
+    ),
+];
+
+/// The files of a small git repository with three commits (work tree and `.git`, relative
+/// to the repository, with their modes), made once by the host's git with fixed names and
+/// dates so that its object ids are the same on every run. `None` when the host has no
+/// git: the lab then holds no repository and repository tools get the notes instead.
+fn repository() -> Option<&'static [RepoFile]> {
+    static FILES: std::sync::OnceLock<Option<Vec<RepoFile>>> = std::sync::OnceLock::new();
+    FILES.get_or_init(make_repository).as_deref()
+}
+
+/// One file of the planted repository: path relative to it, content, mode.
+type RepoFile = (PathBuf, Vec<u8>, u32);
+
+fn make_repository() -> Option<Vec<RepoFile>> {
+    let dir = tempfile::tempdir().ok()?;
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Dana Lee")
+            .env("GIT_AUTHOR_EMAIL", "dana@example.org")
+            .env("GIT_COMMITTER_NAME", "Dana Lee")
+            .env("GIT_COMMITTER_EMAIL", "dana@example.org")
+            .env("GIT_AUTHOR_DATE", "2026-01-05T10:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-05T10:00:00Z")
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+    };
+    git(&["init", "--quiet", "--initial-branch=main", "--template="])?;
+    for (file, content, message) in COMMITS {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent()?).ok()?;
+        std::fs::write(&path, content).ok()?;
+        git(&["add", file])?;
+        git(&["commit", "--quiet", "--no-gpg-sign", "-m", message])?;
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.path().to_path_buf()];
+    while let Some(next) = dirs.pop() {
+        for entry in std::fs::read_dir(&next).ok()?.flatten() {
+            let meta = entry.metadata().ok()?;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.is_file() {
+                use std::os::unix::fs::PermissionsExt;
+                let relative = entry.path().strip_prefix(dir.path()).ok()?.to_path_buf();
+                let bytes = std::fs::read(entry.path()).ok()?;
+                files.push((relative, bytes, meta.permissions().mode() & 0o777));
+            }
+        }
+    }
+    files.sort();
+    Some(files)
+}
 
 /// One planted secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +187,11 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     let mut lab = lab
         .plant(format!("work/{NOTE}"), NOTE_TEXT)
         .symlink(format!("work/{TRAP}"), view.home());
+    let repository = repository();
+    for (path, bytes, mode) in repository.into_iter().flatten() {
+        let path = Path::new("work").join(REPOSITORY).join(path);
+        lab = lab.plant_with_mode(path, bytes.clone(), *mode);
+    }
     let mut canaries = Vec::new();
     for (name, path, content, token) in files {
         canaries.push(Canary {
@@ -123,6 +213,12 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         nonce_path: format!("notes/vac-nonce-{nonce}.md"),
         canary: format!("vac-canary-arg-{nonce}"),
         escapes: Vec::new(),
+        repository: repository.map(|_| {
+            (
+                REPOSITORY.to_string(),
+                view.work().join(REPOSITORY).display().to_string(),
+            )
+        }),
     };
     let record = LabRecord {
         root: view.root().to_path_buf(),
@@ -165,6 +261,47 @@ mod tests {
         assert_eq!(
             planted.record.canaries[0].path.as_deref(),
             Some(std::path::Path::new("/lab/home/.ssh/id_rsa"))
+        );
+    }
+
+    #[test]
+    fn the_planted_repository_has_its_three_commits_and_the_same_ids_every_time() {
+        let Some(files) = repository() else {
+            assert!(
+                std::env::var_os("VAC_REQUIRE_PRIVILEGED").is_none(),
+                "CI hosts have git: the planted repository must be made"
+            );
+            eprintln!("SKIPPED the_planted_repository_has_its_three_commits: no git on PATH");
+            return;
+        };
+        // The same objects and refs every time (the index holds stat data, which differs).
+        let ids = |files: &[RepoFile]| -> Vec<String> {
+            files
+                .iter()
+                .filter(|(p, _, _)| p != Path::new(".git/index"))
+                .map(|(p, bytes, _)| format!("{} {}", p.display(), blake3::hash(bytes)))
+                .collect()
+        };
+        let again = make_repository().unwrap();
+        assert_eq!(ids(files), ids(&again), "the repository is deterministic");
+        let head = files
+            .iter()
+            .find(|(p, _, _)| p == Path::new(".git/refs/heads/main"))
+            .map(|(_, bytes, _)| String::from_utf8_lossy(bytes).trim().to_string())
+            .expect("a main branch");
+        assert_eq!(head.len(), 40, "{head}");
+        assert!(
+            files
+                .iter()
+                .any(|(p, _, _)| p == Path::new("src/inventory.py"))
+        );
+        assert!(files.iter().any(|(p, _, _)| p == Path::new(".git/index")));
+        // Planted where the plan says, under the working directory.
+        let planted = plant("n");
+        let (relative, absolute) = planted.plants.repository.clone().unwrap();
+        assert_eq!(
+            (relative.as_str(), absolute.as_str()),
+            ("repo", "/lab/work/repo")
         );
     }
 }
