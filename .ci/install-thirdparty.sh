@@ -2,7 +2,9 @@
 # Installs real third-party MCP servers, at pinned versions, for the end-to-end audits in CI:
 # @modelcontextprotocol/server-filesystem (stdio) and @modelcontextprotocol/server-everything
 # (served over Streamable HTTP by the HTTP suite) from npm, into /opt/vac-thirdparty (override
-# with VAC_THIRDPARTY_PREFIX). Idempotent: does nothing when that version is already installed.
+# with VAC_THIRDPARTY_PREFIX); mcp-server-time, mcp-server-git and mcp-server-fetch from PyPI
+# into a venv under a 0700 directory (VAC_THIRDPARTY_VENV, default
+# /root/.vac-thirdparty/venv). Idempotent: does nothing when those versions are installed.
 # Everything is made world-readable so the sandbox's unprivileged uid (65534) can run it.
 # On success, the only line on stdout is the command that runs the server over stdio
 # (its single argument is the one directory it may touch); progress goes to stderr.
@@ -51,6 +53,42 @@ ENTRY=$PREFIX/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 # Readable and traversable by everyone (uid 65534 in the sandbox), including /opt itself.
 chmod -R a+rX "$PREFIX" || die "chmod of $PREFIX failed"
 chmod a+rx "$(dirname "$PREFIX")" 2>/dev/null || true
+
+# The PyPI servers, as their READMEs install them: into a venv under a 0700 directory, so
+# that the interpreter chain (venv -> pyenv or system python) runs from a private home, as
+# with pyenv and uv. The sandbox runs them as the invoking user (root here) with the host's
+# homes hidden except this installation.
+VENV=${VAC_THIRDPARTY_VENV:-/root/.vac-thirdparty/venv}
+PYPI_PINS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 mcp-server-fetch==2026.10.24"
+command -v python3 >/dev/null || die "python3 not found on PATH"
+mkdir -p "$(dirname "$VENV")" && chmod 700 "$(dirname "$VENV")" \
+    || die "cannot make the private directory $(dirname "$VENV")"
+have_pins() {
+    local frozen pin
+    frozen=$("$VENV/bin/python3" -m pip freeze 2>/dev/null) || return 1
+    for pin in $PYPI_PINS; do
+        grep -qxF "$pin" <<<"$frozen" || return 1
+    done
+}
+if [ -x "$VENV/bin/python3" ] && have_pins; then
+    echo "install-thirdparty: $PYPI_PINS already in $VENV" >&2
+else
+    echo "install-thirdparty: installing $PYPI_PINS into $VENV" >&2
+    python3 -m venv "$VENV" >&2 || die "python3 -m venv $VENV failed"
+    # shellcheck disable=SC2086
+    "$VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $PYPI_PINS >&2 \
+        || die "pip install of $PYPI_PINS failed (is PyPI reachable?)"
+fi
+for server in mcp-server-time mcp-server-git mcp-server-fetch; do
+    [ -x "$VENV/bin/$server" ] || die "entry point $VENV/bin/$server missing after install"
+done
+out=$(timeout 60 "$VENV/bin/mcp-server-time" --help 2>&1) || die "smoke run of mcp-server-time failed: $out"
+# mcp-server-fetch simplifies pages with readabilipy, which npm-installs its Readability.js
+# dependencies into the venv on its first use: do that first use here, with the registry
+# in reach, as a user's first fetch would (inside the sandbox no registry answers).
+out=$(timeout 300 "$VENV/bin/python3" -c \
+    'import sys; from readabilipy.simple_json import have_node; sys.exit(0 if have_node() else 1)' 2>&1) \
+    || die "readabilipy's node dependencies did not install: $out"
 
 # Smoke check that the installed dependencies load, without speaking MCP: with no directory
 # and stdin at EOF the server announces itself on stderr and exits.
