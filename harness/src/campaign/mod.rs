@@ -265,7 +265,11 @@ fn provenance(campaign: &Campaign) -> Value {
                 .iter()
                 .filter_map(|w| npm_package(Path::new(w)))
                 .collect();
-            json!({"id": t.id, "packages": packages})
+            let venvs: Vec<Value> = words
+                .iter()
+                .filter_map(|w| python_venv(Path::new(w)))
+                .collect();
+            json!({"id": t.id, "packages": packages, "venvs": venvs})
         })
         .collect();
     json!({"distribution": distribution, "targets": targets})
@@ -292,6 +296,41 @@ fn npm_package(file: &Path) -> Option<Value> {
     Some(json!({
         "package": format!("{}@{}", manifest["name"].as_str()?, manifest["version"].as_str()?),
         "lock_blake3": lock,
+    }))
+}
+
+/// The Python venv a file belongs to (the nearest directory with a `pyvenv.cfg`): its
+/// path, its Python version, and every distribution installed in it as `name==version`,
+/// read from the `*.dist-info` directories, sorted, with the blake3 of that list.
+fn python_venv(file: &Path) -> Option<Value> {
+    if !file.is_absolute() || !file.exists() {
+        return None;
+    }
+    let root = file.ancestors().find(|a| a.join("pyvenv.cfg").is_file())?;
+    let config = std::fs::read_to_string(root.join("pyvenv.cfg")).ok()?;
+    let version = config.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "version").then(|| value.trim().to_owned())
+    });
+    let mut installed = Vec::new();
+    for lib in std::fs::read_dir(root.join("lib")).into_iter().flatten().flatten() {
+        let site = lib.path().join("site-packages");
+        for entry in std::fs::read_dir(&site).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".dist-info")
+                && let Some((package, version)) = stem.split_once('-')
+            {
+                installed.push(format!("{package}=={version}"));
+            }
+        }
+    }
+    installed.sort();
+    let listed = installed.join("\n");
+    Some(json!({
+        "venv": root.display().to_string(),
+        "python": version,
+        "distributions": installed,
+        "distributions_blake3": blake3::hash(listed.as_bytes()).to_hex().to_string(),
     }))
 }
 
@@ -886,6 +925,28 @@ mod tests {
             blake3::hash(b"lock").to_hex().to_string()
         );
         assert_eq!(npm_package(Path::new("/usr/bin/env")), None);
+    }
+
+    #[test]
+    fn a_command_inside_a_venv_names_its_python_and_distributions() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join("venv");
+        let site = venv.join("lib/python3.11/site-packages");
+        for dist in ["mcp_server_git-2026.10.19.dist-info", "GitPython-3.1.45.dist-info"] {
+            std::fs::create_dir_all(site.join(dist)).unwrap();
+        }
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.11.7\n").unwrap();
+        std::fs::write(venv.join("bin/mcp-server-git"), "").unwrap();
+        let found = python_venv(&venv.join("bin/mcp-server-git")).unwrap();
+        assert_eq!(found["python"], "3.11.7");
+        let listed = ["GitPython==3.1.45", "mcp_server_git==2026.10.19"];
+        assert_eq!(found["distributions"], json!(listed));
+        assert_eq!(
+            found["distributions_blake3"],
+            blake3::hash(listed.join("\n").as_bytes()).to_hex().to_string()
+        );
+        assert_eq!(python_venv(Path::new("/usr/bin/env")), None);
     }
 
     #[test]
