@@ -106,6 +106,10 @@ struct ProbeArgs {
     /// repeatable): `--arg git_status.repo_path={work}/repo`.
     #[arg(long = "arg", value_name = "TOOL.FIELD=VALUE")]
     arg: Vec<ArgHint>,
+    /// Leave this host path visible to the server although it lies in a hidden one (a
+    /// home, /tmp, /run…), read-only as the rest of the host (repeatable).
+    #[arg(long = "expose", value_name = "PATH")]
+    expose: Vec<PathBuf>,
     /// Run the server as this uid (its primary group from the password database) instead
     /// of the invoking user (`SUDO_UID` under sudo). uid 0 keeps no capabilities.
     #[arg(long, value_name = "N")]
@@ -408,6 +412,11 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         env: args.env,
         plants: args.plant,
         args: args.arg,
+        expose: args
+            .expose
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .collect(),
     };
     if let Some(uid) = args.uid {
         options.user = vac_harness::probe::user_of(uid, None);

@@ -119,3 +119,30 @@ async fn a_program_installed_in_roots_home_runs_and_sees_no_other_host_secret() 
         "the write reached the host"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exposed_host_path_shows_through_a_hidden_directory_and_nothing_beside_it() {
+    let test = "an_exposed_host_path_shows_through_a_hidden_directory_and_nothing_beside_it";
+    if !privileged(test) {
+        return;
+    }
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
+    );
+    let data = PathBuf::from(format!("/tmp/.vac-expose-{nonce}"));
+    let beside = PathBuf::from(format!("/tmp/.vac-beside-{nonce}"));
+    let _planted = Planted(vec![data.clone(), beside.clone()]);
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("db.json"), "exposed-bytes\n").unwrap();
+    std::fs::write(&beside, "beside-bytes\n").unwrap();
+    let script = format!("cat {}/db.json {} 2>&1", data.display(), beside.display());
+    let sandbox = shell(&script).expose(&data).build().unwrap();
+    let running = sandbox.spawn().unwrap();
+    let exposed = running.visibility().exposed.clone();
+    let (out, err, _stopped) = run_to_end(running).await;
+    assert!(out.contains("exposed-bytes"), "{out} {err}");
+    assert!(!out.contains("beside-bytes"), "{out}");
+    assert!(exposed.contains(&data), "{exposed:?}");
+}

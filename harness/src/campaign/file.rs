@@ -173,6 +173,8 @@ struct RawTarget {
     #[serde(default)]
     args: Vec<Spanned<String>>,
     #[serde(default)]
+    expose: Vec<Spanned<String>>,
+    #[serde(default)]
     uid: Option<Spanned<i64>>,
     #[serde(default)]
     contract: Option<Spanned<String>>,
@@ -404,6 +406,19 @@ impl Campaign {
                     ));
                 }
                 inputs.plants.push(parsed);
+            }
+            for path in &t.expose {
+                let exposed = relative(path.get_ref());
+                if std::fs::symlink_metadata(&exposed).is_err() {
+                    return Err(error(
+                        path.span().start,
+                        format!(
+                            "target {id:?}: exposed path {} does not exist",
+                            exposed.display()
+                        ),
+                    ));
+                }
+                inputs.expose.push(exposed);
             }
             for arg in &t.args {
                 let parsed: ArgHint = arg

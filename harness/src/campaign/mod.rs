@@ -313,7 +313,11 @@ fn python_venv(file: &Path) -> Option<Value> {
         (key.trim() == "version").then(|| value.trim().to_owned())
     });
     let mut installed = Vec::new();
-    for lib in std::fs::read_dir(root.join("lib")).into_iter().flatten().flatten() {
+    for lib in std::fs::read_dir(root.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let site = lib.path().join("site-packages");
         for entry in std::fs::read_dir(&site).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -932,11 +936,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let venv = dir.path().join("venv");
         let site = venv.join("lib/python3.11/site-packages");
-        for dist in ["mcp_server_git-2026.10.19.dist-info", "GitPython-3.1.45.dist-info"] {
+        for dist in [
+            "mcp_server_git-2026.10.19.dist-info",
+            "GitPython-3.1.45.dist-info",
+        ] {
             std::fs::create_dir_all(site.join(dist)).unwrap();
         }
         std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.11.7\n").unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.11.7\n",
+        )
+        .unwrap();
         std::fs::write(venv.join("bin/mcp-server-git"), "").unwrap();
         let found = python_venv(&venv.join("bin/mcp-server-git")).unwrap();
         assert_eq!(found["python"], "3.11.7");
@@ -944,7 +955,9 @@ mod tests {
         assert_eq!(found["distributions"], json!(listed));
         assert_eq!(
             found["distributions_blake3"],
-            blake3::hash(listed.join("\n").as_bytes()).to_hex().to_string()
+            blake3::hash(listed.join("\n").as_bytes())
+                .to_hex()
+                .to_string()
         );
         assert_eq!(python_venv(Path::new("/usr/bin/env")), None);
     }

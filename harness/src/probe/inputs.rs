@@ -26,6 +26,10 @@ pub struct Inputs {
     pub plants: Vec<Plant>,
     /// `--arg TOOL.FIELD=VALUE`.
     pub args: Vec<ArgHint>,
+    /// `--expose PATH`: host paths left visible to the server inside the hidden ones
+    /// (its installation's own directories are found from the command without this).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expose: Vec<std::path::PathBuf>,
 }
 
 /// One `--env K=V`.

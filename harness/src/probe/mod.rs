@@ -489,6 +489,9 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
         .env(&planted.env.0, &planted.env.1)
         .limits(options.limits.clone())
         .run_as(options.user);
+    for path in &options.inputs.expose {
+        builder = builder.expose(path);
+    }
     for var in &options.inputs.env {
         builder = builder.env(&var.name, inputs::expand(&var.value, &view));
     }
