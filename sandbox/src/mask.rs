@@ -197,6 +197,12 @@ fn installation_root(file: &Path, lower: &Path, hidden: &[PathBuf]) -> Option<Pa
         Some(b"bin" | b"sbin")
     );
     match dir.parent() {
+        // `~/.local` is the user's own prefix for everything (keyrings, other programs'
+        // data): a link or script in `~/.local/bin` keeps itself alone; what it leads to
+        // (pipx's or uv's venv) keeps its own installation.
+        Some(parent) if bin && parent.file_name() == Some(std::ffi::OsStr::new(".local")) => {
+            Some(file.to_path_buf())
+        }
         Some(parent) if bin && below(parent) => Some(parent.to_path_buf()),
         _ => Some(dir.to_path_buf()),
     }
@@ -520,6 +526,25 @@ mod tests {
         assert_eq!(kept, [PathBuf::from("/home/alice/proj")]);
         let loose = installation(Path::new("/tmp/tool.sh"), &[], host.path(), &hidden);
         assert_eq!(loose, [PathBuf::from("/tmp/tool.sh")]);
+        // A link in ~/.local/bin keeps itself and what it leads to, not all of ~/.local.
+        let tool = host.path().join("root/.local/share/uv/tools/srv");
+        fs::create_dir_all(tool.join("bin")).unwrap();
+        fs::write(tool.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        fs::write(tool.join("bin/srv"), "#!/usr/bin/python3\n").unwrap();
+        fs::create_dir_all(host.path().join("root/.local/bin")).unwrap();
+        std::os::unix::fs::symlink(
+            "/root/.local/share/uv/tools/srv/bin/srv",
+            host.path().join("root/.local/bin/srv"),
+        )
+        .unwrap();
+        let uv = installation(Path::new("/root/.local/bin/srv"), &[], host.path(), &hidden);
+        assert_eq!(
+            uv,
+            [
+                PathBuf::from("/root/.local/bin/srv"),
+                PathBuf::from("/root/.local/share/uv/tools/srv"),
+            ]
+        );
     }
 
     /// Whiteouts need CAP_MKNOD before Linux 5.8; without root the case is a visible skip.
