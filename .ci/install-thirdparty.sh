@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs real third-party MCP servers, at pinned versions, for the end-to-end audits in CI:
-# @modelcontextprotocol/server-filesystem (stdio) and @modelcontextprotocol/server-everything
+# @modelcontextprotocol/server-filesystem and server-memory (stdio) and server-everything
 # (served over Streamable HTTP by the HTTP suite) from npm, into /opt/vac-thirdparty (override
 # with VAC_THIRDPARTY_PREFIX); mcp-server-time, mcp-server-git and mcp-server-fetch from PyPI
 # into a venv under a 0700 directory (VAC_THIRDPARTY_VENV, default
@@ -48,6 +48,7 @@ install() {
 
 install @modelcontextprotocol/server-filesystem 2026.8.31
 install @modelcontextprotocol/server-everything 2026.8.31
+install @modelcontextprotocol/server-memory 2026.8.31
 ENTRY=$PREFIX/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 
 # Readable and traversable by everyone (uid 65534 in the sandbox), including /opt itself.

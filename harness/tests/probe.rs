@@ -557,3 +557,46 @@ def tools(m):
         "the killed run's cgroup was not swept"
     );
 }
+
+/// Another real server from npm, installed by `.ci/install-thirdparty.sh`.
+const MEMORY_SERVER: &str =
+    "/opt/vac-thirdparty/node_modules/@modelcontextprotocol/server-memory/dist/index.js";
+
+#[test]
+fn a_third_party_memory_server_gets_successful_calls_and_no_false_repeat_or_manifest_cell() {
+    let test =
+        "a_third_party_memory_server_gets_successful_calls_and_no_false_repeat_or_manifest_cell";
+    if !privileged(test) {
+        return;
+    }
+    if !required(
+        Path::new(MEMORY_SERVER).exists(),
+        test,
+        "needs .ci/install-thirdparty.sh run first",
+    ) {
+        return;
+    }
+    let probe = probe(&[], &["/usr/bin/node", MEMORY_SERVER]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let verdicts = probe.json["verdicts"].as_array().unwrap();
+    let tools: std::collections::BTreeSet<&str> = verdicts
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    let worked: std::collections::BTreeSet<&str> = verdicts
+        .iter()
+        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
+    assert!(tools.len() >= 9, "{tools:?}");
+    assert!(
+        worked.len() * 100 >= tools.len() * 85,
+        "{worked:?} of {tools:?}"
+    );
+    for cell in cells(&probe.json, "confirmed") {
+        assert!(
+            cell["clause"] != "idempotent" && cell["clause"] != "manifest.stable",
+            "{cell:#}"
+        );
+    }
+}
