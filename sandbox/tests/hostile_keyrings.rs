@@ -342,6 +342,19 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
         user_key: host::add(&user_desc, "user payload", host::USER),
     };
     let user_keyring_before = host::keyring_serials(host::USER);
+    // The suite runs alone, but the session keyrings of the runs before it (every
+    // privileged suite runs as uid 0) are collected by the kernel's key garbage collector
+    // a little after those runs end, announcing nothing: the counts are taken once they
+    // have held still for a quarter second (a bounded poll, as at the end).
+    let settled = Instant::now() + Duration::from_secs(30);
+    let mut still = (host::key_users(uid), Instant::now());
+    while still.1.elapsed() < Duration::from_millis(250) && Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = host::key_users(uid);
+        if now != still.0 {
+            still = (now, Instant::now());
+        }
+    }
     let key_users_before = host::key_users(uid);
     let keys_before = host::key_count(uid);
 
