@@ -346,6 +346,36 @@ fn plan_probe(
         not_called: Vec::new(),
         malformed,
     };
+    let view = planted.lab.view();
+    let hints_of = |tool: &str| -> Vec<(String, Value)> {
+        options
+            .inputs
+            .args
+            .iter()
+            .filter(|h| h.tool == tool)
+            .map(|h| (h.field.clone(), inputs::expand_value(&h.value, &view)))
+            .collect()
+    };
+    // Producers' first calls, in manifest order: made first in the runs of the tools after
+    // them (and of every tool that is no producer), so state a tool needs is there.
+    let producers: Vec<(usize, PlannedCall)> = decls
+        .iter()
+        .enumerate()
+        .filter(|(_, decl)| plan::is_producer(&decl.name))
+        .filter(|(_, decl)| !plan.malformed.iter().any(|m| m.name == decl.name))
+        .filter(|(_, decl)| {
+            contract
+                .tools
+                .iter()
+                .any(|t| t.tool == decl.name && t.call != Some(false))
+        })
+        .filter_map(|(ordinal, decl)| {
+            let mut calls = plan_tool(&decl.name, &decl.input_schema, &plants, 1, false);
+            plan::apply_hints(&mut calls, &hints_of(&decl.name));
+            calls.into_iter().next().map(|call| (ordinal, call))
+        })
+        .take(MAX_SETUPS)
+        .collect();
     let mut next_index = 0;
     for (ordinal, decl) in decls.iter().enumerate() {
         if plan.malformed.iter().any(|m| m.name == decl.name) {
@@ -383,15 +413,14 @@ fn plan_probe(
             options.max_calls_per_tool,
             repeat,
         );
-        let view = planted.lab.view();
-        let hints: Vec<(String, Value)> = options
-            .inputs
-            .args
+        plan::apply_hints(&mut calls, &hints_of(&decl.name));
+        let producer = plan::is_producer(&decl.name);
+        let setups: Vec<PlannedCall> = producers
             .iter()
-            .filter(|h| h.tool == decl.name)
-            .map(|h| (h.field.clone(), inputs::expand_value(&h.value, &view)))
+            .filter(|(at, _)| !producer || *at < ordinal)
+            .map(|(_, call)| call.clone())
             .collect();
-        plan::apply_hints(&mut calls, &hints);
+        let mut calls = plan::with_setups(&setups, calls);
         // The protocol witness (SPEC §3.5), outside the budget: all three calls or none.
         if restricted(Some(Clause::FsWrite)) {
             let paths = plants.witness_paths(ordinal);
@@ -413,6 +442,9 @@ fn plan_probe(
     }
     plan
 }
+
+/// Producer calls made first in one run, at most.
+const MAX_SETUPS: usize = 3;
 
 /// `vac contract derive`: a control run only, and the contract its tools' annotations
 /// imply, written as a document for the researcher to edit before the real run.

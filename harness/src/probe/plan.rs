@@ -51,6 +51,9 @@ pub(crate) struct MalformedTool {
     pub(crate) raw: Value,
 }
 
+/// One file of the resource kit: its name, its bytes, the words that ask for it.
+pub(crate) type KitFile = (&'static str, &'static [u8], &'static [&'static str]);
+
 /// Files the lab holds for read tools, as the server sees them.
 #[derive(Debug, Clone)]
 pub struct Plants {
@@ -67,6 +70,9 @@ pub struct Plants {
     pub escapes: Vec<String>,
     /// The planted git repository (relative, absolute), when the lab has one.
     pub repository: Option<(String, String)>,
+    /// The resource kit's directory (relative, absolute) and its files with the words that
+    /// ask for each.
+    pub kit: Option<((String, String), &'static [KitFile])>,
 }
 
 /// One call the probe will make.
@@ -94,6 +100,9 @@ pub enum Purpose {
     FlipFirst,
     /// The second, byte-identical read of the flip's nonce path.
     FlipSecond,
+    /// A producer tool's call made first in another tool's run, so that the state it makes
+    /// (an entity, a branch) is there for that tool's calls; its effects are its own.
+    Setup,
 }
 
 impl Purpose {
@@ -103,6 +112,7 @@ impl Purpose {
             Purpose::NegativeControl => "negative_control",
             Purpose::FlipFirst => "flip_first",
             Purpose::FlipSecond => "flip_second",
+            Purpose::Setup => "setup",
         }
     }
 }
@@ -290,6 +300,19 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
                 continue;
             }
         }
+        if let Some(file) = path_like
+            .then(|| kit_file(tool, name, property, plants))
+            .flatten()
+        {
+            let others = candidates(schema, name, property, path_like, plants);
+            let array = property.get("type").is_some_and(|t| t == "array");
+            let planted = [file.0, file.1]
+                .into_iter()
+                .map(Value::String)
+                .map(|v| if array { Value::Array(vec![v]) } else { v });
+            fields.push((name.clone(), planted.chain(others).collect(), path_like));
+            continue;
+        }
         fields.push((
             name.clone(),
             if path_like && wants_directory(tool, name, property) {
@@ -304,6 +327,22 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
         ));
     }
     fields
+}
+
+/// The kit file (relative, absolute) a path field asks for by its name, its description
+/// or its tool's name: `excel_path`, "Path to the PDF", `read_docx`. None when nothing
+/// names a kind the kit holds.
+fn kit_file(tool: &str, name: &str, property: &Value, plants: &Plants) -> Option<(String, String)> {
+    let ((relative, absolute), files) = plants.kit.as_ref()?;
+    let description = property
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let said: Vec<String> = [words(tool), words(name), words(description)].concat();
+    let (file, _, _) = files
+        .iter()
+        .find(|(_, _, asks)| said.iter().any(|w| asks.contains(&w.as_str())))?;
+    Some((format!("{relative}/{file}"), format!("{absolute}/{file}")))
 }
 
 /// Whether a field takes a repository: a string named `repo…` or `repository…`.
@@ -335,6 +374,36 @@ fn revision_for(tool: &str, name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Whether a tool makes state other tools use, by the first word of its name: `create_…`,
+/// `add_…`, `new…`, `insert…`, `register…`, `start…`. (Not `open`: `open_nodes` and
+/// `open_note` read.)
+pub(crate) fn is_producer(tool: &str) -> bool {
+    const MAKES: [&str; 7] = [
+        "create", "add", "new", "insert", "register", "start", "make",
+    ];
+    words(tool)
+        .first()
+        .is_some_and(|w| MAKES.contains(&w.as_str()))
+}
+
+/// `calls` with `setups` made first, as [`Purpose::Setup`] calls: the positions of
+/// repeats move with them.
+pub(crate) fn with_setups(setups: &[PlannedCall], calls: Vec<PlannedCall>) -> Vec<PlannedCall> {
+    let shift = setups.len();
+    setups
+        .iter()
+        .map(|setup| PlannedCall {
+            repeat_of: None,
+            purpose: Purpose::Setup,
+            ..setup.clone()
+        })
+        .chain(calls.into_iter().map(|call| PlannedCall {
+            repeat_of: call.repeat_of.map(|of| of + shift),
+            ..call
+        }))
+        .collect()
 }
 
 /// Whether any field of the tool takes a path.
@@ -819,7 +888,71 @@ mod tests {
             canary: "vac-canary-abc".into(),
             escapes: Vec::new(),
             repository: None,
+            kit: Some((
+                ("files".into(), "/lab/work/files".into()),
+                &crate::probe::plants::KIT_FILES,
+            )),
         }
+    }
+
+    #[test]
+    fn a_path_field_that_names_a_kind_of_file_gets_the_kits_file_of_that_kind() {
+        let schema = |description: &str| {
+            json!({"type": "object", "required": ["filepath"], "properties": {
+                "filepath": {"type": "string", "description": description}}})
+        };
+        let first = |tool: &str, description: &str| {
+            plan_tool(tool, &schema(description), &plants(), 6, false)[0].arguments["filepath"]
+                .clone()
+        };
+        assert_eq!(
+            first("read_sheet", "Path to the Excel workbook"),
+            "files/data.xlsx"
+        );
+        assert_eq!(first("extract_text", "The PDF to read"), "files/report.pdf");
+        assert_eq!(first("read_docx", ""), "files/letter.docx");
+        assert_eq!(first("query", "SQLite database file"), "files/data.sqlite");
+        assert_eq!(first("describe_image", ""), "files/image.png");
+        // Nothing names a kind: the note, as before.
+        assert_eq!(first("read_file", "The file to read"), "notes/welcome.md");
+    }
+
+    #[test]
+    fn producers_are_named_by_their_first_word_and_setups_come_first() {
+        for producer in [
+            "create_entities",
+            "add_observations",
+            "newNote",
+            "start-session",
+        ] {
+            assert!(is_producer(producer), "{producer}");
+        }
+        for other in [
+            "open_nodes",
+            "read_graph",
+            "delete_entities",
+            "git_add",
+            "recreate",
+        ] {
+            assert!(!is_producer(other), "{other}");
+        }
+        let schema = json!({"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}}});
+        let setup = plan_tool("create_entity", &schema, &plants(), 1, false);
+        let calls = plan_tool("delete_entity", &schema, &plants(), 6, true);
+        let repeat = calls.iter().position(|c| c.repeat_of.is_some()).unwrap();
+        let with = with_setups(&setup, calls.clone());
+        assert_eq!(with.len(), calls.len() + 1);
+        assert_eq!(with[0].tool, "create_entity");
+        assert_eq!(with[0].purpose, Purpose::Setup);
+        assert_eq!(
+            with[0].arguments["name"], calls[0].arguments["name"],
+            "the same state"
+        );
+        assert_eq!(
+            with[repeat + 1].repeat_of,
+            Some(calls[repeat].repeat_of.unwrap() + 1)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What the probe plants in the lab (SPEC §3.2): a note for read tools, a small git
-//! repository for repository tools, canary secrets with tokens unique to this probe, and a
+//! repository for repository tools, a kit of real small files (spreadsheet, document, PDF,
+//! CSV, image, database, JSON, text) in a directory tree for tools that want one kind, canary secrets with tokens unique to this probe, and a
 //! scope-escape symlink inside the notes directory.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,47 @@ pub(crate) const TRAP: &str = "notes/archive";
 pub(crate) const REPOSITORY: &str = "repo";
 /// A file of the planted repository, relative to it.
 pub(crate) const REPOSITORY_FILE: &str = "README.md";
+
+/// The directory of the planted resource kit, relative to the working directory.
+pub(crate) const KIT: &str = "files";
+
+/// The resource kit: small real files of the kinds tools ask for, with the words a field's
+/// name or description uses for each (its extension first). `kit/` holds them as made by
+/// the script in `kit/README.md`.
+pub(crate) const KIT_FILES: [super::plan::KitFile; 8] = [
+    (
+        "data.xlsx",
+        include_bytes!("kit/data.xlsx"),
+        &["xlsx", "xls", "excel", "spreadsheet", "workbook"],
+    ),
+    (
+        "letter.docx",
+        include_bytes!("kit/letter.docx"),
+        &["docx", "doc"],
+    ),
+    ("report.pdf", include_bytes!("kit/report.pdf"), &["pdf"]),
+    ("data.csv", include_bytes!("kit/data.csv"), &["csv", "tsv"]),
+    (
+        "image.png",
+        include_bytes!("kit/image.png"),
+        &[
+            "png",
+            "jpg",
+            "jpeg",
+            "image",
+            "picture",
+            "photo",
+            "screenshot",
+        ],
+    ),
+    (
+        "data.sqlite",
+        include_bytes!("kit/data.sqlite"),
+        &["sqlite", "sqlite3", "db", "database"],
+    ),
+    ("data.json", include_bytes!("kit/data.json"), &["json"]),
+    ("notes.txt", include_bytes!("kit/notes.txt"), &["txt"]),
+];
 
 /// The commits of the planted repository: (file, content, message), oldest first.
 const COMMITS: [(&str, &str, &str); 3] = [
@@ -187,6 +229,13 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     let mut lab = lab
         .plant(format!("work/{NOTE}"), NOTE_TEXT)
         .symlink(format!("work/{TRAP}"), view.home());
+    for (name, bytes, _) in KIT_FILES {
+        lab = lab.plant(Path::new("work").join(KIT).join(name), bytes);
+    }
+    lab = lab.plant(
+        format!("work/{KIT}/archive/2025/summary.txt"),
+        "Archived: the 2025 stock count.\n",
+    );
     let repository = repository();
     for (path, bytes, mode) in repository.into_iter().flatten() {
         let path = Path::new("work").join(REPOSITORY).join(path);
@@ -213,6 +262,10 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         nonce_path: format!("notes/vac-nonce-{nonce}.md"),
         canary: format!("vac-canary-arg-{nonce}"),
         escapes: Vec::new(),
+        kit: Some((
+            (KIT.to_string(), view.work().join(KIT).display().to_string()),
+            &KIT_FILES,
+        )),
         repository: repository.map(|_| {
             (
                 REPOSITORY.to_string(),
