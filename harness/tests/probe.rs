@@ -318,16 +318,7 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
         "{edit}"
     );
     // At least 12 of its 14 tools get a successful call from the planner alone.
-    let verdicts = probe.json["verdicts"].as_array().unwrap();
-    let tools: std::collections::BTreeSet<&str> = verdicts
-        .iter()
-        .map(|c| c["tool"].as_str().unwrap())
-        .collect();
-    let worked: std::collections::BTreeSet<&str> = verdicts
-        .iter()
-        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
-        .map(|c| c["tool"].as_str().unwrap())
-        .collect();
+    let (worked, tools) = tools_that_worked(&probe.json);
     assert!(
         worked.len() * 100 >= tools.len() * 85,
         "{worked:?} of {tools:?}"
@@ -578,25 +569,11 @@ fn a_third_party_memory_server_gets_successful_calls_and_no_false_repeat_or_mani
     }
     let probe = probe(&[], &["/usr/bin/node", MEMORY_SERVER]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
-    let verdicts = probe.json["verdicts"].as_array().unwrap();
-    let tools: std::collections::BTreeSet<&str> = verdicts
-        .iter()
-        .map(|c| c["tool"].as_str().unwrap())
-        .collect();
-    let worked: std::collections::BTreeSet<&str> = verdicts
-        .iter()
-        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
-        .map(|c| c["tool"].as_str().unwrap())
-        .collect();
+    let (worked, tools) = tools_that_worked(&probe.json);
     assert!(tools.len() >= 9, "{tools:?}");
     assert!(
         worked.len() * 100 >= tools.len() * 85,
         "{worked:?} of {tools:?}"
     );
-    for cell in cells(&probe.json, "confirmed") {
-        assert!(
-            cell["clause"] != "idempotent" && cell["clause"] != "manifest.stable",
-            "{cell:#}"
-        );
-    }
+    no_false_repeat_or_manifest(&probe.json);
 }

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-
 use common::*;
 use serde_json::Value;
 
@@ -29,28 +27,6 @@ fn installed(test: &str, server: &str) -> Option<String> {
     .then_some(entry)
 }
 
-/// Tools with a successful call, and all tools, of a probe's grid.
-fn success(json: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
-    let verdicts = json["verdicts"].as_array().unwrap();
-    let name = |c: &Value| c["tool"].as_str().unwrap().to_string();
-    let worked = verdicts
-        .iter()
-        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
-        .map(name)
-        .collect();
-    (worked, verdicts.iter().map(name).collect())
-}
-
-/// No repeat or manifest cell is confirmed: the false confirmations real servers gave.
-fn no_false_repeat_or_manifest(json: &Value) {
-    for cell in cells(json, "confirmed") {
-        assert!(
-            cell["clause"] != "idempotent" && cell["clause"] != "manifest.stable",
-            "{cell:#}"
-        );
-    }
-}
-
 /// The records of one kind of event in a probe's receipts.
 fn events(probe: &Probe, kind: &str) -> Vec<Value> {
     let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
@@ -69,7 +45,7 @@ fn mcp_server_time_starts_from_a_private_venv_and_every_tool_does_its_job() {
     };
     let probe = probe(&[], &[&entry]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
-    let (worked, tools) = success(&probe.json);
+    let (worked, tools) = tools_that_worked(&probe.json);
     assert_eq!(tools.len(), 2, "{tools:?}");
     assert_eq!(worked, tools, "every tool got a successful call");
     no_false_repeat_or_manifest(&probe.json);
@@ -101,7 +77,7 @@ fn mcp_server_git_status_is_confirmed_writing_the_index_of_the_planted_repositor
     // As its README runs it, with the lab's repository as the one it may touch.
     let probe = probe(&[], &[&entry, "--repository", "{work}/repo"]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
-    let (worked, tools) = success(&probe.json);
+    let (worked, tools) = tools_that_worked(&probe.json);
     assert!(
         worked.len() * 100 >= tools.len() * 85,
         "{worked:?} of {tools:?}"
@@ -133,7 +109,7 @@ fn mcp_server_fetch_reaches_the_sinkhole_and_its_egress_is_recorded() {
     };
     let probe = probe(&[], &[&entry]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
-    let (worked, tools) = success(&probe.json);
+    let (worked, tools) = tools_that_worked(&probe.json);
     assert_eq!(worked, tools, "the fetch got a page");
     no_false_repeat_or_manifest(&probe.json);
     // It refuses private destinations: the sinkhole answered with a global address, took

@@ -22,17 +22,19 @@ impl Drop for Planted {
     }
 }
 
+/// Unique to this process and moment: host paths no other run of the suite uses.
+fn nonce() -> String {
+    let time = std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos();
+    format!("{}-{time}", std::process::id())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_installed_in_roots_home_runs_and_sees_no_other_host_secret() {
     let test = "a_program_installed_in_roots_home_runs_and_sees_no_other_host_secret";
     if !privileged(test) {
         return;
     }
-    let nonce = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
-    );
+    let nonce = nonce();
     let install = PathBuf::from(format!("/root/.vac-hiding-{nonce}"));
     let host_tmp = PathBuf::from(format!("/tmp/.vac-hiding-{nonce}"));
     let _planted = Planted(vec![install.clone(), host_tmp.clone()]);
@@ -126,11 +128,7 @@ async fn an_exposed_host_path_shows_through_a_hidden_directory_and_nothing_besid
     if !privileged(test) {
         return;
     }
-    let nonce = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
-    );
+    let nonce = nonce();
     let data = PathBuf::from(format!("/tmp/.vac-expose-{nonce}"));
     let beside = PathBuf::from(format!("/tmp/.vac-beside-{nonce}"));
     let _planted = Planted(vec![data.clone(), beside.clone()]);

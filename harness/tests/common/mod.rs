@@ -87,6 +87,34 @@ pub fn cell<'a>(json: &'a Value, tool: &str, clause: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no cell {tool} × {clause}"))
 }
 
+/// The tools with a successful call, and all the tools, of a probe's grid.
+pub fn tools_that_worked(
+    json: &Value,
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+) {
+    let verdicts = json["verdicts"].as_array().unwrap();
+    let name = |c: &Value| c["tool"].as_str().unwrap().to_string();
+    let worked = verdicts
+        .iter()
+        .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
+        .map(name)
+        .collect();
+    (worked, verdicts.iter().map(name).collect())
+}
+
+/// No repeat or manifest cell is confirmed: the false confirmations real servers gave
+/// before repeats were judged by the state they found and manifests by their content.
+pub fn no_false_repeat_or_manifest(json: &Value) {
+    for cell in cells(json, "confirmed") {
+        assert!(
+            cell["clause"] != "idempotent" && cell["clause"] != "manifest.stable",
+            "{cell:#}"
+        );
+    }
+}
+
 /// The cells with `verdict`.
 pub fn cells<'a>(json: &'a Value, verdict: &str) -> Vec<&'a Value> {
     json["verdicts"]
