@@ -107,8 +107,9 @@ pub(crate) enum Message {
     Failed(Stage, i32),
     /// The marker was written (errno 0) or not.
     Marker(i32),
-    /// The program runs; its pid inside the sandbox.
-    Started(i32),
+    /// The program runs: its pid inside the sandbox, and the serial of its own session
+    /// keyring (0: the kernel has no keyrings).
+    Started(i32, i32),
     /// The program exited with a code.
     Exited(i32),
     /// The program was killed by a signal.
@@ -124,7 +125,7 @@ impl Message {
             Message::Ready => (2, 0, 0),
             Message::Failed(stage, errno) => (3, stage as i32, errno),
             Message::Marker(errno) => (4, errno, 0),
-            Message::Started(pid) => (5, pid, 0),
+            Message::Started(pid, keyring) => (5, pid, keyring),
             Message::Exited(code) => (6, code, 0),
             Message::Signaled(signal) => (7, signal, 0),
         };
@@ -144,7 +145,7 @@ impl Message {
             2 => Message::Ready,
             3 => Message::Failed(Stage::from_code(a), b),
             4 => Message::Marker(a),
-            5 => Message::Started(a),
+            5 => Message::Started(a, b),
             6 => Message::Exited(a),
             7 => Message::Signaled(a),
             _ => return None,
@@ -163,7 +164,7 @@ mod tests {
             Message::Ready,
             Message::Failed(Stage::PivotRoot, 22),
             Message::Marker(0),
-            Message::Started(2),
+            Message::Started(2, 914_223_108),
             Message::Exited(-1),
             Message::Signaled(9),
         ];

@@ -434,22 +434,23 @@ impl Sandbox {
                 });
             }
         };
-        let program_pid = match read_message(&status_read, deadline, "starting the program")? {
-            Message::Started(pid) => pid,
-            Message::Failed(stage, errno) => {
-                let command = config.command[0].to_string_lossy().into_owned();
-                return Err(SandboxError::Start {
-                    command,
-                    stage,
-                    errno: Errno::from_raw(errno),
-                });
-            }
-            _ => {
-                return Err(SandboxError::Lost {
-                    waiting_for: "starting the program",
-                });
-            }
-        };
+        let (program_pid, session_keyring) =
+            match read_message(&status_read, deadline, "starting the program")? {
+                Message::Started(pid, keyring) => (pid, (keyring != 0).then_some(keyring)),
+                Message::Failed(stage, errno) => {
+                    let command = config.command[0].to_string_lossy().into_owned();
+                    return Err(SandboxError::Start {
+                        command,
+                        stage,
+                        errno: Errno::from_raw(errno),
+                    });
+                }
+                _ => {
+                    return Err(SandboxError::Lost {
+                        waiting_for: "starting the program",
+                    });
+                }
+            };
 
         if let Some(sinkhole) = network.sinkhole() {
             sinkhole.mark_program_start();
@@ -469,6 +470,7 @@ impl Sandbox {
             view,
             init_pid,
             program_pid,
+            session_keyring,
             stdin: Some(
                 pipe::Sender::from_owned_fd(stdin_write).map_err(host("adopt the stdin pipe"))?,
             ),
@@ -532,6 +534,7 @@ pub struct Running {
     view: LabView,
     init_pid: Pid,
     program_pid: i32,
+    session_keyring: Option<i32>,
     stdin: Option<pipe::Sender>,
     stdout: Option<pipe::Receiver>,
     stderr: Option<pipe::Receiver>,
@@ -593,6 +596,11 @@ impl Running {
     /// The program's pid inside the sandbox.
     pub fn program_pid(&self) -> i32 {
         self.program_pid
+    }
+    /// The serial of the fresh session keyring the program runs in (joined as its uid before
+    /// exec; `None` when the kernel has no keyrings).
+    pub fn session_keyring(&self) -> Option<i32> {
+        self.session_keyring
     }
     pub fn take_stdin(&mut self) -> Option<pipe::Sender> {
         self.stdin.take()

@@ -221,8 +221,48 @@ fn write_marker(plan: &ChildPlan) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Forks the program and waits until exec has succeeded (the close-on-exec error pipe
-/// closes) or a stage has failed (the pipe carries it).
+/// What the program tells the init before exec, on the close-on-exec pipe at
+/// [`EXEC_ERROR_FD`], as 12-byte records: its session keyring, or the stage that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProgramReport {
+    /// The serial of the fresh session keyring (0: the kernel has no keyrings).
+    SessionKeyring(i32),
+    Failed(Stage, i32),
+}
+
+const REPORT_LEN: usize = 12;
+
+impl ProgramReport {
+    fn encode(self) -> [u8; REPORT_LEN] {
+        let (tag, a, b) = match self {
+            ProgramReport::SessionKeyring(serial) => (1i32, serial, 0),
+            ProgramReport::Failed(stage, errno) => (2, stage as i32, errno),
+        };
+        let mut bytes = [0u8; REPORT_LEN];
+        for (at, word) in [tag, a, b].into_iter().enumerate() {
+            bytes[at * 4..at * 4 + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    fn decode(bytes: &[u8; REPORT_LEN]) -> ProgramReport {
+        let word =
+            |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        match word(0) {
+            1 => ProgramReport::SessionKeyring(word(4)),
+            _ => ProgramReport::Failed(Stage::from_code(word(4)), word(8)),
+        }
+    }
+}
+
+fn tell_init(report: ProgramReport) {
+    // A lost report shows up in the init as a closed pipe before exec.
+    let _ = nix::unistd::write(fd(EXEC_ERROR_FD), &report.encode());
+}
+
+/// Forks the program and waits until exec has succeeded (the close-on-exec report pipe
+/// closes) or a stage has failed (the pipe carries it); on success, tells the parent the
+/// program's pid and session keyring.
 fn start_program(plan: &ChildPlan) -> Pid {
     let (error_read, error_write) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap_or_else(|e| fail(Stage::ForkProgram, e));
@@ -234,25 +274,30 @@ fn start_program(plan: &ChildPlan) -> Pid {
         }
         Ok(ForkResult::Parent { child }) => {
             drop(error_write);
-            let mut report = [0u8; 8];
-            let mut filled = 0;
-            while filled < report.len() {
-                match nix::unistd::read(error_read.as_fd(), &mut report[filled..]) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(Errno::EINTR) => continue,
-                    Err(_) => break,
+            let mut keyring = 0;
+            loop {
+                let mut record = [0u8; REPORT_LEN];
+                let mut filled = 0;
+                while filled < record.len() {
+                    match nix::unistd::read(error_read.as_fd(), &mut record[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(Errno::EINTR) => continue,
+                        Err(_) => break,
+                    }
+                }
+                if filled < record.len() {
+                    break; // exec closed the pipe
+                }
+                match ProgramReport::decode(&record) {
+                    ProgramReport::SessionKeyring(serial) => keyring = serial,
+                    ProgramReport::Failed(stage, errno) => {
+                        let _ = waitpid(child, None);
+                        fail(stage, Errno::from_raw(errno));
+                    }
                 }
             }
-            if filled == report.len() {
-                let stage = Stage::from_code(i32::from_le_bytes([
-                    report[0], report[1], report[2], report[3],
-                ]));
-                let errno = i32::from_le_bytes([report[4], report[5], report[6], report[7]]);
-                let _ = waitpid(child, None);
-                fail(stage, Errno::from_raw(errno));
-            }
-            send(Message::Started(child.as_raw()));
+            send(Message::Started(child.as_raw(), keyring));
             child
         }
     }
@@ -303,10 +348,7 @@ fn reap(program: Pid) {
 /// session keyring, refuses itself the kernel interfaces of [`crate::refused`] and execs.
 fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     let report = |stage: Stage, errno: Errno| -> ! {
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&(stage as i32).to_le_bytes());
-        bytes[4..].copy_from_slice(&(errno as i32).to_le_bytes());
-        let _ = nix::unistd::write(fd(EXEC_ERROR_FD), &bytes);
+        tell_init(ProgramReport::Failed(stage, errno as i32));
         sys::exit_now(127)
     };
     let _ = nix::unistd::setsid();
@@ -339,8 +381,9 @@ fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
         report(Stage::DropCapabilities, errno);
     }
     // As the target uid, so the keyring is that user's; before the filter refuses keyctl.
-    if let Err(errno) = sys::join_new_session_keyring() {
-        report(Stage::SessionKeyring, errno);
+    match sys::join_new_session_keyring() {
+        Ok(serial) => tell_init(ProgramReport::SessionKeyring(serial.unwrap_or(0))),
+        Err(errno) => report(Stage::SessionKeyring, errno),
     }
     // Before the marker exec, so the self-test runs under the program's own filters.
     if let Err(errno) = crate::refused::install() {

@@ -226,8 +226,9 @@ fn seccomp_set_filter(program: &[libc::sock_filter], flags: libc::c_ulong) -> Re
 
 /// Gives the calling process a new anonymous session keyring, so that nothing it execs
 /// possesses the keys of the session it was forked from (the auditor's login keys). A
-/// kernel without keyrings (ENOSYS) has no session to leave.
-pub(crate) fn join_new_session_keyring() -> Result<(), Errno> {
+/// kernel without keyrings (ENOSYS) has no session to leave. Returns the new keyring's
+/// serial (`None` without keyrings).
+pub(crate) fn join_new_session_keyring() -> Result<Option<i32>, Errno> {
     // SAFETY: with a null name the kernel reads no memory of ours; it only replaces the
     // caller's session keyring in its credentials.
     let rc = unsafe {
@@ -238,7 +239,8 @@ pub(crate) fn join_new_session_keyring() -> Result<(), Errno> {
         )
     };
     match Errno::result(rc) {
-        Ok(_) | Err(Errno::ENOSYS) => Ok(()),
+        Ok(serial) => Ok(i32::try_from(serial).ok()),
+        Err(Errno::ENOSYS) => Ok(None),
         Err(errno) => Err(errno),
     }
 }

@@ -6,14 +6,18 @@
 //! adds a key to its uid's user keyring, as a login would have, then starts the run from that
 //! session. The sandbox forks from the test's thread, so the run inherits that session.
 //!
-//! The key counts in `/proc/key-users` are per uid and host-wide: every run as uid 0 adds its
-//! session keyring for a while. `.config/nextest.toml` puts this suite and the other suites'
-//! uid-0 runs in one serial test group, so the uid-0 counts compared here are this test's.
+//! The sandbox reports the serial of the fresh session keyring the program runs in: the test
+//! sees it live while the program runs and checks that no keyring of the host's holds it
+//! afterwards. The kernel collects that keyring asynchronously once the run's last process
+//! is gone, with no event a test could wait on (this kernel has no key notifications), so
+//! the per-uid counts of `/proc/key-users`, which other runs as the same uid move too, are
+//! not compared; what could leave a key behind (the user keyring, a named session, a new
+//! key) is checked by serial and by description instead.
 
 mod common;
 
 use std::ffi::CString;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use common::*;
 use nix::errno::Errno;
@@ -110,25 +114,20 @@ mod host {
             .collect()
     }
 
-    /// A uid's line of /proc/key-users, without the uid: usage, keys, quota.
-    pub(super) fn key_users(uid: u32) -> Option<String> {
-        let text = std::fs::read_to_string("/proc/key-users").expect("read /proc/key-users");
-        text.lines().find_map(|line| {
-            let (who, rest) = line.split_once(':')?;
-            (who.trim().parse::<u32>().ok()? == uid).then(|| rest.trim().to_owned())
-        })
-    }
-
-    /// How many keys a uid has (the `nkeys` of its /proc/key-users line).
-    pub(super) fn key_count(uid: u32) -> u64 {
-        key_users(uid).map_or(0, |line| {
-            let keys = line.split_whitespace().nth(1).unwrap_or_default();
-            keys.split('/')
-                .next()
-                .unwrap_or_default()
-                .parse()
-                .unwrap_or(0)
-        })
+    /// The description of a key or keyring (`type;uid;gid;perm;description`).
+    pub(super) fn describe(serial: i32) -> Result<String, Errno> {
+        let mut buffer = vec![0u8; 512];
+        let args = [
+            serial as libc::c_ulong,
+            buffer.as_mut_ptr() as libc::c_ulong,
+            buffer.len() as libc::c_ulong,
+            0,
+        ];
+        let len = keyctl(libc::KEYCTL_DESCRIBE, args)? as usize;
+        buffer.truncate(len.min(512));
+        Ok(String::from_utf8_lossy(&buffer)
+            .trim_end_matches('\0')
+            .to_owned())
     }
 }
 
@@ -329,8 +328,8 @@ fn attempts(secret: i32, secret_desc: &str, user_desc: &str, hostile_desc: &str)
     list
 }
 
-/// A run of the hostile program from a session of the test's own, as `run_as`, whose keys
-/// count against `uid`.
+/// A run of the hostile program from a session of the test's own, as `run_as` (whose uid is
+/// `uid`).
 async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
     let nonce = nonce();
     let (secret_desc, secret_payload) = (format!("vac-secret-{nonce}"), format!("s3cret-{nonce}"));
@@ -342,21 +341,7 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
         user_key: host::add(&user_desc, "user payload", host::USER),
     };
     let user_keyring_before = host::keyring_serials(host::USER);
-    // The suite runs alone, but the session keyrings of the runs before it (every
-    // privileged suite runs as uid 0) are collected by the kernel's key garbage collector
-    // a little after those runs end, announcing nothing: the counts are taken once they
-    // have held still for a quarter second (a bounded poll, as at the end).
-    let settled = Instant::now() + Duration::from_secs(30);
-    let mut still = (host::key_users(uid), Instant::now());
-    while still.1.elapsed() < Duration::from_millis(250) && Instant::now() < settled {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = host::key_users(uid);
-        if now != still.0 {
-            still = (now, Instant::now());
-        }
-    }
-    let key_users_before = host::key_users(uid);
-    let keys_before = host::key_count(uid);
+    let session_before = host::keyring_serials(host::SESSION);
 
     let attempts = attempts(keys.secret, &secret_desc, &user_desc, &hostile_desc);
     let plan: Vec<Value> = attempts
@@ -372,12 +357,15 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
     let mut stdin = running.take_stdin();
     let stderr = tokio::spawn(read_all(running.take_stderr()));
     let mut stdout = BufReader::new(running.take_stdout().unwrap()).lines();
+    let run_keyring = running
+        .session_keyring()
+        .expect("this kernel has keyrings: the program must get a session keyring of its own");
     let mut out = String::new();
-    let mut keys_during_run = None;
+    let mut live_keyring = None;
     while let Some(line) = stdout.next_line().await.unwrap() {
         if line.contains("waiting") {
-            // The program holds a session keyring of its own, made as its uid.
-            keys_during_run = Some(host::key_count(uid));
+            // The program holds it while it runs: a keyring of its own, made as its uid.
+            live_keyring = Some(host::describe(run_keyring));
             drop(stdin.take());
         }
         out += &line;
@@ -392,11 +380,25 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
         "stdout {out:?} stderr {err:?}"
     );
     drop(stopped);
-    assert_eq!(
-        keys_during_run,
-        Some(keys_before + 1),
-        "the program did not run in a session keyring of its own"
+    assert_ne!(
+        run_keyring, session,
+        "the program ran in the test's session"
     );
+    assert!(
+        !session_before.contains(&run_keyring) && !user_keyring_before.contains(&run_keyring),
+        "the run's keyring {run_keyring} is one the host already had"
+    );
+    match live_keyring.expect("the program reached its wait") {
+        // As root the test may describe a uid-0 keyring; another uid's is not its to view.
+        Ok(description) => assert!(
+            uid == 0 && description.starts_with(&format!("keyring;{uid};")),
+            "{description}"
+        ),
+        Err(errno) => assert!(
+            uid != 0 && errno == Errno::EACCES,
+            "the run's keyring {run_keyring} was not there while it ran: {errno}"
+        ),
+    }
     let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l:?}\n{err}")))
@@ -435,16 +437,10 @@ async fn hostile_run(test: &str, run_as: RunAs, uid: u32) {
         Vec::<String>::new(),
         "a key the program made outlived the run"
     );
-    // The run's own session keyring is collected once its last process is gone. The kernel's
-    // key garbage collector announces nothing a test can wait on, so this is a bounded poll.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while host::key_users(uid) != key_users_before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
     assert_eq!(
-        host::key_users(uid),
-        key_users_before,
-        "/proc/key-users for uid {uid} changed"
+        host::keyring_serials(host::SESSION),
+        session_before,
+        "the run changed the session it was started from"
     );
     drop(keys);
 }
@@ -458,7 +454,7 @@ async fn a_root_program_cannot_read_overwrite_or_add_to_the_hosts_keyrings() {
     hostile_run("root", RunAs::RootWithoutCapabilities, 0).await;
 }
 
-/// A uid no other test runs as, so its key count is this test's alone.
+/// A uid no other test runs as.
 const QUIET_UID: u32 = 61_017;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
