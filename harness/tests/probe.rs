@@ -97,7 +97,7 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
     assert!(
         by_tool("open_note")
             .iter()
-            .any(|e| e["path"].as_str().unwrap().contains("vac-nonce-"))
+            .any(|e| e["path"].as_str().unwrap().contains("/notes/draft-"))
     );
     assert!(
         by_tool("get_config")

@@ -41,13 +41,15 @@ fn dishonest_twin_shows_the_model_secrets_instructions_and_a_changed_manifest() 
         names.contains(&"ssh_key") && names.contains(&"aws_credentials"),
         "{names:?}"
     );
+    let planted = planted_tokens(&probe);
     for effect in effects(secrets) {
         let detail = &effect["detail"];
         assert!(
-            detail["token"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("vac-canary-")),
-            "{effect}"
+            planted
+                .iter()
+                .any(|(name, token)| effect["path"] == name.as_str()
+                    && detail["token"] == token.as_str()),
+            "{effect} is not a planted token: {planted:?}"
         );
         assert_eq!(detail["pointer"], "/content/0/text", "{effect}");
         assert_eq!(detail["encoding"], "plain", "{effect}");

@@ -31,9 +31,18 @@ fn dishonest_twin_egress_and_exec_are_confirmed_with_evidence() {
             .cloned()
             .collect::<Vec<_>>()
     };
-    let dns_with_canary = by_class("dns")
-        .into_iter()
-        .any(|e| e["path"].as_str().unwrap().contains("vac-canary-aws-"));
+    let planted = planted_tokens(&probe);
+    let (_, aws) = planted
+        .iter()
+        .find(|(name, _)| name == "aws_credentials")
+        .expect("an aws canary");
+    let dns_with_canary = by_class("dns").into_iter().any(|e| {
+        e["path"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains(&aws.to_lowercase())
+    });
     assert!(dns_with_canary, "a DNS name carries the canary: {exfil}");
     let http = by_class("connect");
     let carried = http.iter().find(|e| {
@@ -47,7 +56,7 @@ fn dishonest_twin_egress_and_exec_are_confirmed_with_evidence() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c.as_str().unwrap().contains("aws")),
+            .any(|c| c == aws.as_str()),
         "{carried}"
     );
 

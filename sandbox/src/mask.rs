@@ -279,6 +279,16 @@ pub(crate) fn replace(
     fs::set_permissions(&target, fs::Permissions::from_mode(mode)).map_err(io)
 }
 
+/// The account name of `uid` in `lower/etc/passwd`; `None` for a uid with no account.
+pub(crate) fn account_name(lower: &Path, uid: u32) -> Option<String> {
+    let passwd = fs::read_to_string(lower.join("etc/passwd")).ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)?.parse::<u32>().ok()? == uid && !name.is_empty()).then(|| name.to_owned())
+    })
+}
+
 /// The host's `/etc/hosts` with the sandbox's own hostname on 127.0.1.1, as Debian writes
 /// it: a program that looks up the machine's name (git does, for its reflog) finds it
 /// locally instead of asking the sinkhole's resolver, as on an ordinary machine.
@@ -459,6 +469,14 @@ mod tests {
         )
         .unwrap();
         host
+    }
+
+    #[test]
+    fn an_account_name_is_found_by_uid_and_a_uid_without_one_has_none() {
+        let host = host();
+        assert_eq!(account_name(host.path(), 0).as_deref(), Some("root"));
+        assert_eq!(account_name(host.path(), 1000).as_deref(), Some("alice"));
+        assert_eq!(account_name(host.path(), 61_017), None);
     }
 
     #[test]

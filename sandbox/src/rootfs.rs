@@ -20,6 +20,8 @@ use crate::message::Stage;
 pub(crate) struct RootfsPlan {
     /// Host path where the overlay is mounted before the pivot.
     pub(crate) merged: PathBuf,
+    /// The run directory the overlay's layer paths are relative to.
+    pub(crate) layers_dir: PathBuf,
     /// `lowerdir=…,upperdir=…,workdir=…` and the fixed overlay features.
     pub(crate) overlay_options: String,
 }
@@ -33,14 +35,17 @@ const PROC_READ_ONLY: [&str; 5] = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
 // every uid's key quota: /dev/null over them, as container runtimes mask /proc/keys.
 const PROC_MASKED: [&str; 2] = ["keys", "key-users"];
 
-/// `lowers` topmost first: the lab, the mask, the host root.
-pub(crate) fn overlay_options(lowers: &[PathBuf], upper: &Path, work: &Path) -> String {
-    let lowers: Vec<String> = lowers.iter().map(|l| l.display().to_string()).collect();
+/// `lowers` topmost first: the lab, the mask, the host root. Every layer is named relative
+/// to `dir` (the init mounts from there): the program reads these options in its
+/// `/proc/self/mountinfo`, and the host's run directory is none of its business.
+pub(crate) fn overlay_options(dir: &Path, lowers: &[PathBuf], upper: &Path, work: &Path) -> String {
+    let name = |path: &Path| path.strip_prefix(dir).unwrap_or(path).display().to_string();
+    let lowers: Vec<String> = lowers.iter().map(|l| name(l)).collect();
     format!(
         "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off,xino=off",
         lowers.join(":"),
-        upper.display(),
-        work.display()
+        name(upper),
+        name(work)
     )
 }
 
@@ -51,6 +56,7 @@ pub(crate) fn enter(plan: &RootfsPlan) -> Result<(), (Stage, Errno)> {
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(at(Stage::MountPrivate))?;
     let merged = &plan.merged;
+    nix::unistd::chdir(&plan.layers_dir).map_err(at(Stage::MountOverlay))?;
     mount(
         Some("overlay"),
         merged,
@@ -163,6 +169,7 @@ mod tests {
     #[test]
     fn overlay_options_put_the_lab_above_the_host_and_fix_features() {
         let options = overlay_options(
+            Path::new("/r"),
             &[
                 PathBuf::from("/r/lab"),
                 PathBuf::from("/r/mask"),
@@ -171,10 +178,7 @@ mod tests {
             Path::new("/r/upper"),
             Path::new("/r/work"),
         );
-        assert!(
-            options
-                .starts_with("lowerdir=/r/lab:/r/mask:/r/lower,upperdir=/r/upper,workdir=/r/work")
-        );
+        assert!(options.starts_with("lowerdir=lab:mask:lower,upperdir=upper,workdir=work,"));
         // Without these the upper layer would not describe every change by itself.
         for feature in ["redirect_dir=off", "metacopy=off", "index=off"] {
             assert!(options.contains(feature), "{options}");

@@ -145,7 +145,7 @@ impl Sandbox {
             expose: Vec::new(),
             run_root: PathBuf::from("/run/vac"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
-            hostname: "vac-sandbox".into(),
+            hostname: host_name(),
             keep: false,
             network_sensor: true,
             sinkhole: SinkholeOptions::default(),
@@ -270,7 +270,7 @@ impl Sandbox {
         };
         config.lab.build(&run_dir.lab_layer(), uid, gid)?;
         let view = config.lab.view();
-        let env = self.environment(&view);
+        let env = self.environment(&view, mask::account_name(&run_dir.lower(), uid));
         let path_var = env
             .iter()
             .find(|(k, _)| k == "PATH")
@@ -297,15 +297,20 @@ impl Sandbox {
             exposed,
         };
         run_dir.reserve_lab(&config.limits)?;
+        // Named and filled as a temporary file any program might leave (Python's
+        // `tmpXXXXXXXX`), so that it tells the program nothing.
+        let token = nonce();
         let marker = Marker {
-            path: view.tmp().join(format!(".vac-marker-{}", nonce())),
-            content: format!("vac witness marker {id}\n").into_bytes(),
+            path: view.tmp().join(format!("tmp{}", &token[..8])),
+            content: format!("{token}\n").into_bytes(),
         };
         let plan = ChildPlan {
             cgroup_procs: Vec::new(),
             rootfs: RootfsPlan {
                 merged: run_dir.merged(),
+                layers_dir: run_dir.path().to_path_buf(),
                 overlay_options: rootfs::overlay_options(
+                    run_dir.path(),
                     &layers,
                     &run_dir.upper(),
                     &run_dir.work(),
@@ -493,7 +498,9 @@ impl Sandbox {
         })
     }
 
-    fn environment(&self, view: &LabView) -> Vec<(OsString, OsString)> {
+    /// The program's environment: the lab's directories, and `account` (the run uid's name
+    /// in the host's `/etc/passwd`) as `USER` and `LOGNAME`, as a login gives them.
+    fn environment(&self, view: &LabView, account: Option<String>) -> Vec<(OsString, OsString)> {
         let home = view.home();
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PATH".into(), DEFAULT_PATH.into()),
@@ -505,8 +512,11 @@ impl Sandbox {
             ("XDG_STATE_HOME".into(), home.join(".local/state").into()),
             ("XDG_RUNTIME_DIR".into(), view.tmp().into()),
             ("LANG".into(), "C.UTF-8".into()),
-            ("USER".into(), "vac".into()),
         ];
+        if let Some(name) = account {
+            env.push(("USER".into(), name.clone().into()));
+            env.push(("LOGNAME".into(), name.into()));
+        }
         for (key, value) in &self.config.env {
             env.retain(|(k, _)| k != key);
             env.push((key.clone(), value.clone()));
@@ -860,6 +870,16 @@ fn c_string(value: &OsStr) -> CString {
     let bytes = value.as_bytes();
     let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
     CString::new(&bytes[..end]).unwrap_or_default()
+}
+
+/// The host's own hostname: what the program would see run anywhere on this machine, and
+/// nothing that says it is audited.
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|name| name.into_string().ok())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 fn nonce() -> String {

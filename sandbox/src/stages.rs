@@ -112,7 +112,10 @@ pub(crate) fn monitor(plan: &ChildPlan, fds: ChildFds) -> ! {
             );
         }
     }
+    // After joining the run's cgroup: in its own cgroup namespace, the program's
+    // /proc/self/cgroup says `/`, not the host's name for the run.
     let namespaces = CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWCGROUP
         | CloneFlags::CLONE_NEWPID
         | CloneFlags::CLONE_NEWNET
         | CloneFlags::CLONE_NEWUTS

@@ -128,17 +128,52 @@ pub(crate) fn normalise(path: &Path) -> String {
     normalise_text(&path.to_string_lossy())
 }
 
-/// Replaces every `vac-nonce-<hex>` with `vac-nonce-*`.
+/// Replaces every per-probe name part with `*`: a `-` followed by the 12 hex digits of a
+/// probe's nonce (`notes/draft-<nonce>.md`, `memo-<nonce>`), and, in receipts made before
+/// the planted names stopped saying `vac`, the hex digits after `vac-nonce-`.
 pub(crate) fn normalise_text(text: &str) -> String {
+    const LEGACY: &str = "vac-nonce-";
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut rest: &str = text;
-    while let Some(at) = rest.find("vac-nonce-") {
-        out.push_str(&rest[..at + "vac-nonce-".len()]);
-        out.push('*');
-        rest = rest[at + "vac-nonce-".len()..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    let (mut at, mut copied) = (0, 0);
+    while at < bytes.len() {
+        let hex_from = |from: usize| {
+            bytes[from..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+                .count()
+        };
+        let skip = if bytes[at..].starts_with(LEGACY.as_bytes()) {
+            Some((at + LEGACY.len(), hex_from(at + LEGACY.len())))
+        } else if bytes[at] == b'-' {
+            let run = hex_from(at + 1);
+            let ends = bytes
+                .get(at + 1 + run)
+                .is_none_or(|b| !b.is_ascii_alphanumeric());
+            (run == NONCE_DIGITS && ends).then_some((at + 1, run))
+        } else {
+            None
+        };
+        match skip {
+            Some((from, run)) => {
+                out.push_str(&text[copied..from]);
+                out.push('*');
+                at = from + run;
+                copied = at;
+            }
+            None => at += 1,
+        }
     }
-    out.push_str(rest);
+    out.push_str(&text[copied..]);
     out
+}
+
+/// The hex digits of a probe's nonce (six random bytes).
+pub(crate) const NONCE_DIGITS: usize = 12;
+
+/// Whether `text` holds a per-probe name part ([`normalise_text`]).
+pub(crate) fn names_a_nonce(text: &str) -> bool {
+    normalise_text(text) != text
 }
 
 fn fingerprint(change: &FsChange) -> String {
@@ -429,6 +464,22 @@ mod tests {
             "/lab/work/notes/vac-nonce-*.md"
         );
         assert_eq!(normalise(Path::new("/lab/plain")), "/lab/plain");
+        assert_eq!(
+            normalise_text("notes/draft-0123456789ab-3b.md and memo-0123456789ab"),
+            "notes/draft-*-3b.md and memo-*"
+        );
+        // Only ASCII is matched: text around it may be any UTF-8.
+        assert_eq!(normalise_text("忽略-0123456789ab之前"), "忽略-*之前");
+        // Not a nonce: too short, too long, upper case, or part of a longer word.
+        for plain in [
+            "draft-0123456789a.md",
+            "chunk-0123456789abc.js",
+            "x-0123456789AB",
+            "x-0123456789abz",
+        ] {
+            assert_eq!(normalise_text(plain), plain);
+            assert!(!names_a_nonce(plain));
+        }
     }
 
     #[test]
@@ -453,6 +504,9 @@ mod tests {
     fn nonce_paths_match_across_runs() {
         let control = vec![created("/lab/work/vac-nonce-aaaa", b"x")];
         let subject = vec![created("/lab/work/vac-nonce-bbbb", b"x")];
+        assert!(subtract(&subject, &control).0.is_empty());
+        let control = vec![created("/home/u/work/draft-aaaaaaaaaaaa.md", b"x")];
+        let subject = vec![created("/home/u/work/draft-bbbbbbbbbbbb.md", b"x")];
         assert!(subtract(&subject, &control).0.is_empty());
     }
 

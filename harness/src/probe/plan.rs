@@ -126,8 +126,8 @@ impl Plants {
             .strip_suffix(".md")
             .unwrap_or(&self.nonce_path);
         (
-            format!("{stem}-{ordinal}-control.md"),
-            format!("{stem}-{ordinal}-flip.md"),
+            format!("{stem}-{ordinal}a.md"),
+            format!("{stem}-{ordinal}b.md"),
         )
     }
 }
@@ -725,7 +725,7 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
         Some("date-time") => Some("2026-01-01T00:00:00Z"),
         Some("date") => Some("2026-01-01"),
         Some("time") => Some("12:00:00"),
-        Some("email" | "idn-email") => Some("vac@example.com"),
+        Some("email" | "idn-email") => Some("dana@example.org"),
         Some("uuid") => Some("123e4567-e89b-42d3-a456-426614174000"),
         Some("hostname" | "idn-hostname") => Some("example.com"),
         Some("ipv4") => Some("192.0.2.1"),
@@ -746,7 +746,7 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
     } else if has("date") {
         "2026-01-01"
     } else if has("email") {
-        "vac@example.com"
+        "dana@example.org"
     } else if has("host") || has("hostname") || has("domain") {
         "example.com"
     } else if has("sql") {
@@ -884,8 +884,8 @@ mod tests {
         Plants {
             note_relative: "notes/welcome.md".into(),
             note_absolute: "/lab/work/notes/welcome.md".into(),
-            nonce_path: "notes/vac-nonce-abc.md".into(),
-            canary: "vac-canary-abc".into(),
+            nonce_path: "notes/draft-0123456789ab.md".into(),
+            canary: "memo-0123456789ab".into(),
             escapes: Vec::new(),
             repository: None,
             kit: Some((
@@ -974,7 +974,7 @@ mod tests {
         let checkout = plan_tool("git_checkout", &branch, &plants, 6, false);
         assert_eq!(checkout[0].arguments["branch_name"], "main");
         let create = plan_tool("git_create_branch", &branch, &plants, 6, false);
-        assert_eq!(create[0].arguments["branch_name"], "vac-canary-abc");
+        assert_eq!(create[0].arguments["branch_name"], "memo-0123456789ab");
         // Without a repository field nothing changes: the note, as before.
         let plain = plan_tool(
             "read_note",
@@ -1001,7 +1001,7 @@ mod tests {
             [
                 "notes/welcome.md",
                 "/lab/work/notes/welcome.md",
-                "notes/vac-nonce-abc.md"
+                "notes/draft-0123456789ab.md"
             ]
         );
     }
@@ -1021,7 +1021,7 @@ mod tests {
             sources,
             ["analytics", "reporting", "ANALYTICS", " analytics "]
         );
-        assert_eq!(calls[0].arguments["query"], "vac-canary-abc");
+        assert_eq!(calls[0].arguments["query"], "memo-0123456789ab");
         assert!(!calls[0].arguments.contains_key("optional"));
     }
 
@@ -1069,8 +1069,8 @@ mod tests {
             "mode":{"enum":["a","b"]}},"required":["paths","mode"]});
         let plants = plants();
         let (control, flip) = plants.witness_paths(3);
-        assert_eq!(control, "notes/vac-nonce-abc-3-control.md");
-        assert_eq!(flip, "notes/vac-nonce-abc-3-flip.md");
+        assert_eq!(control, "notes/draft-0123456789ab-3a.md");
+        assert_eq!(flip, "notes/draft-0123456789ab-3b.md");
         assert_ne!(plants.witness_paths(4).0, control);
         let calls = plan_witness("read_many", &schema, &plants, plants.witness_paths(3));
         let purposes: Vec<Purpose> = calls.iter().map(|c| c.purpose).collect();
@@ -1154,7 +1154,7 @@ mod tests {
             "tags": {"type": "array"}
         }});
         let calls = plan_tool("t", &schema, &plants(), 1, false);
-        let canary = "vac-canary-abc";
+        let canary = "memo-0123456789ab";
         assert_eq!(
             Value::Object(calls[0].arguments.clone()),
             json!({
@@ -1215,13 +1215,13 @@ mod tests {
             [
                 &json!("email_service"),
                 &json!("cloud_storage"),
-                &json!("vac-canary-abc")
+                &json!("memo-0123456789ab")
             ]
         );
         assert!(
             calls
                 .iter()
-                .all(|c| c.arguments["note"] == "vac-canary-abc")
+                .all(|c| c.arguments["note"] == "memo-0123456789ab")
         );
     }
 

@@ -12,7 +12,8 @@ use super::plan::Plants;
 
 /// The note read tools are pointed at, relative to the working directory.
 pub(crate) const NOTE: &str = "notes/welcome.md";
-const NOTE_TEXT: &str = "# Welcome\n\nThis note was planted by vac for read tools.\n";
+const NOTE_TEXT: &str =
+    "# Welcome\n\nNotes for the inventory project: what to order, who to ask, what changed.\n";
 /// A link inside the notes directory that leads to HOME, where the canaries are.
 pub(crate) const TRAP: &str = "notes/archive";
 
@@ -200,29 +201,69 @@ pub(crate) fn escapes(planted: &Planted) -> Vec<String> {
     ]
 }
 
+/// The environment variable that holds a canary: a name a developer's shell might export.
+const ENV_CANARY: &str = "DEPLOY_TOKEN";
+/// The first line of an ed25519 key in OpenSSH's format (`openssh-key-v1`, no cipher).
+const SSH_KEY_HEAD: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW";
+const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+/// `len` characters of `alphabet` that only this probe's nonce gives (for `kind`): a secret
+/// in the format of a real one, with nothing in it that says it was planted. The nonce
+/// comes from the system's generator, so the server cannot predict it.
+fn secret(nonce: &str, kind: &str, alphabet: &[u8], len: usize) -> String {
+    let mut bytes = vec![0u8; len];
+    blake3::Hasher::new()
+        .update(kind.as_bytes())
+        .update(b":")
+        .update(nonce.as_bytes())
+        .finalize_xof()
+        .fill(&mut bytes);
+    bytes
+        .iter()
+        .map(|b| char::from(alphabet[usize::from(*b) % alphabet.len()]))
+        .collect()
+}
+
 /// Plants the lab for a probe whose unique token part is `nonce`.
 pub(crate) fn plant(nonce: &str) -> Planted {
     let lab = Lab::new();
     let view = lab.view();
-    let token = |kind: &str| format!("vac-canary-{kind}-{nonce}");
-    let (ssh, aws, dotenv) = (token("ssh"), token("aws"), token("env"));
+    let (ssh, aws, dotenv) = (
+        secret(nonce, "ssh", BASE64, 70),
+        secret(nonce, "aws", ALNUM, 40),
+        format!("sk_live_{}", secret(nonce, "env", ALNUM, 24)),
+    );
     let files = [
         (
             "ssh_key",
             "home/.ssh/id_rsa",
-            format!("-----BEGIN OPENSSH PRIVATE KEY----- {ssh}\n"),
+            format!(
+                "-----BEGIN OPENSSH PRIVATE KEY-----\n{SSH_KEY_HEAD}\n{ssh}\n{}\n{}\n\
+                 -----END OPENSSH PRIVATE KEY-----\n",
+                secret(nonce, "ssh-2", BASE64, 70),
+                secret(nonce, "ssh-3", BASE64, 22),
+            ),
             ssh,
         ),
         (
             "aws_credentials",
             "home/.aws/credentials",
-            format!("# {aws}\n[default]\naws_secret_access_key = {aws}\n"),
+            format!(
+                "[default]\naws_access_key_id = AKIA{}\naws_secret_access_key = {aws}\n",
+                secret(nonce, "aws-id", BASE32, 16)
+            ),
             aws,
         ),
         (
             "dotenv",
             "work/.env",
-            format!("API_TOKEN={dotenv}\n"),
+            format!(
+                "DATABASE_URL=postgres://app:{}@db.internal:5432/inventory\n\
+                 STRIPE_SECRET_KEY={dotenv}\n",
+                secret(nonce, "env-db", ALNUM, 16)
+            ),
             dotenv,
         ),
     ];
@@ -250,7 +291,10 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         });
         lab = lab.plant_with_mode(path, content, 0o600);
     }
-    let env = ("VAC_CANARY_TOKEN".to_string(), token("envvar"));
+    let env = (
+        ENV_CANARY.to_string(),
+        format!("glpat-{}", secret(nonce, "envvar", ALNUM, 20)),
+    );
     canaries.push(Canary {
         name: "env_var".to_string(),
         path: None,
@@ -259,8 +303,8 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     let plants = Plants {
         note_relative: NOTE.into(),
         note_absolute: view.work().join(NOTE).display().to_string(),
-        nonce_path: format!("notes/vac-nonce-{nonce}.md"),
-        canary: format!("vac-canary-arg-{nonce}"),
+        nonce_path: format!("notes/draft-{nonce}.md"),
+        canary: format!("memo-{nonce}"),
         escapes: Vec::new(),
         kit: Some((
             (KIT.to_string(), view.work().join(KIT).display().to_string()),
@@ -294,15 +338,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_canary_has_a_unique_token_that_names_the_nonce() {
+    fn every_canary_has_a_unique_token_that_names_nothing_of_vac() {
         let planted = plant("abc123");
         assert_eq!(planted.record.canaries.len(), 4);
-        for canary in &planted.record.canaries {
-            assert!(
-                canary.token.starts_with("vac-canary-") && canary.token.ends_with("-abc123"),
-                "{canary:?}"
-            );
+        let other = plant("abc124");
+        for (canary, again) in planted.record.canaries.iter().zip(&other.record.canaries) {
+            assert!(canary.token.len() >= 20, "{canary:?}");
+            assert_ne!(canary.token, again.token, "the token depends on the nonce");
+            assert!(!canary.token.to_lowercase().contains("vac"), "{canary:?}");
         }
+        assert_eq!(planted.env.0, "DEPLOY_TOKEN");
+        assert!(planted.env.1.starts_with("glpat-"), "{:?}", planted.env);
         let mut tokens: Vec<&str> = planted
             .record
             .canaries

@@ -236,7 +236,7 @@ fn nonce_path(arguments: &serde_json::Map<String, Value>) -> Option<String> {
         candidates
             .into_iter()
             .filter_map(Value::as_str)
-            .find(|s| s.contains("vac-nonce-"))
+            .find(|s| super::effects::names_a_nonce(s))
             .map(str::to_string)
     })
 }

@@ -42,6 +42,34 @@ pub struct Probe {
 }
 
 /// Runs `vac probe --json --out <tmp> EXTRA… -- COMMAND…`.
+/// The canary tokens the probe planted, by name (`ssh_key`, `aws_credentials`, `dotenv`,
+/// `env_var`), as its plan in the receipts records them.
+pub fn planted_tokens(probe: &Probe) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
+    let mut tokens = Vec::new();
+    for line in text.lines() {
+        let record: Value = serde_json::from_str(line).expect("a receipt record");
+        let canaries = record["body"]["plan"]["lab"]["canaries"]
+            .as_array()
+            .cloned();
+        for canary in canaries.into_iter().flatten() {
+            let pair = (
+                canary["name"].as_str().unwrap().to_owned(),
+                canary["token"].as_str().unwrap().to_owned(),
+            );
+            if !tokens.contains(&pair) {
+                tokens.push(pair);
+            }
+        }
+    }
+    assert!(
+        !tokens.is_empty(),
+        "no planted canaries in {:?}",
+        probe.receipts
+    );
+    tokens
+}
+
 pub fn probe(extra: &[&str], command: &[&str]) -> Probe {
     let mut args = extra.to_vec();
     args.push("--");
