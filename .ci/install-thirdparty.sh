@@ -99,4 +99,4 @@ case $out in
     *) die "smoke run of $ENTRY printed no startup line: $out" ;;
 esac
 
-echo "$NODE $ENTRY /lab/work"
+echo "$NODE $ENTRY {work}"

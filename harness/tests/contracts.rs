@@ -38,12 +38,16 @@ fn a_scoped_contract_confirms_the_search_docs_escape_and_clears_the_honest_twin(
         .iter()
         .map(|e| e["path"].as_str().unwrap())
         .collect();
+    let lab = lab_places(&dishonest);
+    let notes = format!("{}/notes/", lab.work);
     assert!(
-        paths.iter().any(|p| p.starts_with("/lab/home/")),
+        paths
+            .iter()
+            .any(|p| p.starts_with(&format!("{}/.", lab.home))),
         "out-of-scope path as evidence: {paths:?}"
     );
     assert!(
-        paths.iter().all(|p| !p.starts_with("/lab/work/notes/")),
+        paths.iter().all(|p| !p.starts_with(&notes)),
         "in-scope reads are not violations: {paths:?}"
     );
     assert!(

@@ -163,7 +163,7 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
     assert_eq!(expand[2], true, "the evidence is laid out");
     let text = expand[3].as_str().unwrap();
     assert!(
-        text.contains("seq") && text.contains("/lab/home/.notes-server/"),
+        text.contains("seq") && text.contains("/.notes-server/"),
         "{text}"
     );
     assert_eq!(results[4], totals["confirmed"]);

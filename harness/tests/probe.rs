@@ -37,6 +37,8 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
     let mut expected = PLANTED.to_vec();
     expected.sort();
     assert_eq!(tools, expected, "{:#}", probe.json["verdicts"]);
+    let lab = lab_places(&probe);
+    let log_path = format!("{}/.notes-server/server.log", lab.home);
     for cell in &confirmed {
         assert_eq!(cell["clause"], "fs.write");
         let evidence = &cell["evidence"];
@@ -63,7 +65,7 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
             .map(|e| e["path"].as_str().unwrap())
             .collect();
         assert!(
-            subtracted.contains(&"/lab/home/.notes-server/server.log"),
+            subtracted.contains(&log_path.as_str()),
             "startup log subtracted: {subtracted:?}"
         );
         let live = evidence["sensors"]
@@ -82,10 +84,7 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
     };
     // The log the control run also writes: the tool's extra bytes are the evidence.
     let log = by_tool("read_note");
-    assert!(
-        log.iter()
-            .all(|e| e["path"] == "/lab/home/.notes-server/server.log")
-    );
+    assert!(log.iter().all(|e| e["path"] == log_path.as_str()));
     assert!(
         log[0]["detail"]["excerpt"]
             .as_str()
@@ -102,12 +101,12 @@ fn dishonest_twin_fs_writes_are_confirmed_with_evidence() {
     assert!(
         by_tool("get_config")
             .iter()
-            .any(|e| e["path"] == "/lab/tmp/notes-config.lock")
+            .any(|e| e["path"] == format!("{}/notes-config.lock", lab.tmp))
     );
     let index = by_tool("index_notes");
     let db = index
         .iter()
-        .find(|e| e["path"] == "/lab/home/.notes-index/index.db")
+        .find(|e| e["path"] == format!("{}/.notes-index/index.db", lab.home))
         .expect("index.db");
     assert!(
         db["attribution"]["after_response"].is_number(),
@@ -290,7 +289,7 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     if !filesystem_server_installed("a_third_party_filesystem_server_is_audited_end_to_end") {
         return;
     }
-    let probe = probe(&[], &["/usr/bin/node", FILESYSTEM_SERVER, "/lab/work"]);
+    let probe = probe(&[], &["/usr/bin/node", FILESYSTEM_SERVER, "{work}"]);
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
     assert!(probe.json["tools"].as_u64().unwrap() >= 10);
     let cell = |tool: &str, clause: &str| {

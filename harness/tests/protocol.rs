@@ -304,8 +304,9 @@ def tools(m):
     );
     assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
     let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    let tmp = lab_places(&probe).tmp;
     assert!(
-        log.contains("where=/lab/tmp/here"),
+        log.contains(&format!("where={tmp}/here")),
         "the answer names the expanded path"
     );
     assert!(!log.contains("where=unset"));

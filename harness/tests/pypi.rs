@@ -91,7 +91,8 @@ fn mcp_server_git_status_is_confirmed_writing_the_index_of_the_planted_repositor
         .iter()
         .filter_map(|e| e["path"].as_str())
         .collect();
-    assert!(paths.contains(&"/lab/work/repo/.git/index"), "{paths:?}");
+    let index = format!("{}/repo/.git/index", lab_places(&probe).work);
+    assert!(paths.contains(&index.as_str()), "{paths:?}");
     no_false_repeat_or_manifest(&probe.json);
     // git looks up the machine's name; the sandbox's hosts file answers it, not the resolver.
     let egress = cells(&probe.json, "confirmed")

@@ -33,7 +33,8 @@ fn dishonest_open_note_write_is_confirmed_by_the_flip_and_by_the_overlay() {
         .unwrap_or_else(|| panic!("no protocol flip: {cell}"));
     let path = flip["path"].as_str().unwrap();
     assert!(
-        path.starts_with("/lab/work/notes/draft-") && path.ends_with("b.md"),
+        path.starts_with(&format!("{}/notes/draft-", lab_places(&probe).work))
+            && path.ends_with("b.md"),
         "{flip}"
     );
     let detail = &flip["detail"];

@@ -88,8 +88,15 @@ fn dir_mask() -> WatchMask {
 
 impl LabEvents {
     /// Watches every directory of the lab. `host_root` is where the host sees the sandbox's
-    /// root (`/proc/<init>/root`), `lab` the lab's path in the sandbox's view.
-    pub(crate) fn start(host_root: PathBuf, lab: &Path, start: Instant) -> io::Result<LabEvents> {
+    /// root (`/proc/<init>/root`), `lab` the lab's path in the sandbox's view; `outside`
+    /// are host directories that show through inside it (an installation in the home the
+    /// lab stands in for), not the lab's, so not watched.
+    pub(crate) fn start(
+        host_root: PathBuf,
+        lab: &Path,
+        outside: &[PathBuf],
+        start: Instant,
+    ) -> io::Result<LabEvents> {
         let inotify = Inotify::init()?;
         // The sandbox's root, through the init's magic link (the one link followed); the
         // lab beneath it, refusing any link on the way.
@@ -103,6 +110,7 @@ impl LabEvents {
             watches: inotify.watches(),
             dirs: HashMap::new(),
             health: Arc::clone(&health),
+            outside: outside.to_vec(),
         };
         tree.add_recursive(lab);
         if tree.dirs.is_empty() {
@@ -168,6 +176,8 @@ struct WatchTree {
     watches: Watches,
     dirs: HashMap<WatchDescriptor, PathBuf>,
     health: Arc<Health>,
+    /// Sandbox paths below the lab that are not the lab's (never watched).
+    outside: Vec<PathBuf>,
 }
 
 impl WatchTree {
@@ -183,6 +193,9 @@ impl WatchTree {
             let Ok(relative) = view.strip_prefix(&self.lab) else {
                 continue;
             };
+            if self.outside.iter().any(|o| view.starts_with(o)) {
+                continue;
+            }
             if self.dirs.len() >= MAX_WATCHED_DIRS {
                 self.health.unwatched.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -311,8 +324,13 @@ mod tests {
     async fn events_in_a_plain_directory_arrive_with_view_paths() {
         let host = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(host.path().join("lab/tmp")).unwrap();
-        let mut events =
-            LabEvents::start(host.path().to_path_buf(), Path::new("/lab"), Instant::now()).unwrap();
+        let mut events = LabEvents::start(
+            host.path().to_path_buf(),
+            Path::new("/lab"),
+            &[],
+            Instant::now(),
+        )
+        .unwrap();
         std::fs::write(host.path().join("lab/tmp/a"), "x").unwrap();
         std::fs::create_dir(host.path().join("lab/new")).unwrap();
         let mut seen = Vec::new();
@@ -344,8 +362,22 @@ mod tests {
             watches: inotify.watches(),
             dirs: HashMap::new(),
             health: Arc::default(),
+            outside: vec![PathBuf::from("/lab/.local/venv")],
         };
         (inotify, tree)
+    }
+
+    #[test]
+    fn an_installation_showing_through_the_lab_is_not_watched() {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(host.path().join("lab/.local/venv/lib/site")).unwrap();
+        std::fs::create_dir_all(host.path().join("lab/work")).unwrap();
+        let (_inotify, mut tree) = tree(host.path());
+        tree.add_recursive(Path::new("/lab"));
+        let mut watched: Vec<&PathBuf> = tree.dirs.values().collect();
+        watched.sort();
+        assert_eq!(watched, ["/lab", "/lab/.local", "/lab/work"]);
+        assert_eq!(tree.health.unwatched.load(Ordering::Relaxed), 0);
     }
 
     #[test]

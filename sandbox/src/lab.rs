@@ -1,5 +1,8 @@
 //! The lab: the per-run home, temporary and working directories a program sees, with the
-//! files the caller plants in them.
+//! files the caller plants in them. Two layouts: [`Lab::new`] keeps all three under one
+//! directory of its own (`/lab/home`, `/lab/tmp`, `/lab/work`); [`Lab::home`] is a user's
+//! home as it looks on any machine (`$HOME` itself, `$HOME/work`, and the system's `/tmp`,
+//! which the mask empties), so that nothing in the program's paths says it is audited.
 //!
 //! The lab is not a bind mount: it is the top lower layer of the run's overlay root, so every
 //! write into it lands in the upper layer like any other write and the witness sees it.
@@ -13,9 +16,19 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Lab {
     mount: PathBuf,
+    layout: Layout,
     template: Option<PathBuf>,
     planted: Vec<Planted>,
     links: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Where the home, temporary and working directories are, relative to the mount point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// `home/`, `tmp/` and `work/` beneath the mount point.
+    Split,
+    /// The mount point is `$HOME`; `work/` beneath it; temporary files in `/tmp`.
+    Home,
 }
 
 #[derive(Debug, Clone)]
@@ -53,9 +66,21 @@ impl Lab {
     pub fn new() -> Self {
         Lab {
             mount: PathBuf::from("/lab"),
+            layout: Layout::Split,
             template: None,
             planted: Vec::new(),
             links: Vec::new(),
+        }
+    }
+
+    /// A lab that is the home directory `home` (`$HOME`), with the working directory
+    /// `home/work`; temporary files go to the system's `/tmp`, which the program sees empty.
+    /// Planted paths are relative to `home`.
+    pub fn home(home: impl Into<PathBuf>) -> Self {
+        Lab {
+            mount: home.into(),
+            layout: Layout::Home,
+            ..Lab::new()
         }
     }
 
@@ -130,6 +155,7 @@ impl Lab {
     pub fn view(&self) -> LabView {
         LabView {
             root: self.mount.clone(),
+            layout: self.layout,
         }
     }
 
@@ -144,7 +170,11 @@ impl Lab {
         if let Some(template) = &self.template {
             copy_tree(template, &root)?;
         }
-        for dir in ["home", "tmp", "work"] {
+        let dirs: &[&str] = match self.layout {
+            Layout::Split => &["home", "tmp", "work"],
+            Layout::Home => &["work", ".cache"],
+        };
+        for dir in dirs {
             fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
         }
         for planted in &self.planted {
@@ -163,8 +193,12 @@ impl Lab {
             }
             std::os::unix::fs::symlink(target, &link).map_err(io(&link))?;
         }
-        fs::set_permissions(root.join("tmp"), fs::Permissions::from_mode(0o1777))
-            .map_err(io(&root))?;
+        let (dir, mode) = match self.layout {
+            Layout::Split => (root.join("tmp"), 0o1777),
+            // A home is its owner's alone, as adduser makes it.
+            Layout::Home => (root.clone(), 0o700),
+        };
+        fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).map_err(io(&dir))?;
         chown_tree(&root, uid, gid)
     }
 }
@@ -173,6 +207,7 @@ impl Lab {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabView {
     root: PathBuf,
+    layout: Layout,
 }
 
 impl LabView {
@@ -180,13 +215,32 @@ impl LabView {
         &self.root
     }
     pub fn home(&self) -> PathBuf {
-        self.root.join("home")
+        match self.layout {
+            Layout::Split => self.root.join("home"),
+            Layout::Home => self.root.clone(),
+        }
     }
     pub fn tmp(&self) -> PathBuf {
-        self.root.join("tmp")
+        match self.layout {
+            Layout::Split => self.root.join("tmp"),
+            Layout::Home => PathBuf::from("/tmp"),
+        }
     }
     pub fn work(&self) -> PathBuf {
         self.root.join("work")
+    }
+    /// A directory of the lab for the sandbox's own marker file (watched, like all of the
+    /// lab): the temporary directory, or in a home the cache directory.
+    pub(crate) fn scratch(&self) -> PathBuf {
+        match self.layout {
+            Layout::Split => self.tmp(),
+            Layout::Home => self.root.join(".cache"),
+        }
+    }
+    /// Whether the lab is a home of the ordinary shape ([`Lab::home`]): the program's
+    /// environment then names only what a login gives (no TMPDIR, no XDG directories).
+    pub fn is_home(&self) -> bool {
+        self.layout == Layout::Home
     }
 }
 

@@ -45,7 +45,7 @@ pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
-pub use mask::{MaskError, Visibility};
+pub use mask::{MaskError, Visibility, home_of};
 pub use message::Stage;
 pub use net::{
     DEFAULT_PORTS, Datagram, DialError, DnsQuery, Dropped, HttpRequest, LogLimits, NamespaceDialer,

@@ -100,15 +100,8 @@ pub enum MaskError {
 pub(crate) fn hidden_paths(lower: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut hidden: BTreeSet<PathBuf> = HIDDEN.iter().map(PathBuf::from).collect();
     let passwd = fs::read_to_string(lower.join("etc/passwd")).unwrap_or_default();
-    for home in passwd.lines().filter_map(|l| l.split(':').nth(5)) {
-        let home = normalise(Path::new(home));
-        let system = SYSTEM_DIRS
-            .iter()
-            .any(|s| home == Path::new(s) || (*s != "/" && home.starts_with(s)));
-        if home.is_absolute() && !system {
-            hidden.insert(home);
-        }
-    }
+    let homes = passwd.lines().filter_map(|l| l.split(':').nth(5));
+    hidden.extend(homes.filter_map(|home| private_home(Path::new(home))));
     for entry in fs::read_dir(lower.join("etc/ssh"))
         .into_iter()
         .flatten()
@@ -122,6 +115,36 @@ pub(crate) fn hidden_paths(lower: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     }
     hidden.extend(extra.iter().map(|p| normalise(p)));
     hidden.into_iter().collect()
+}
+
+/// An account's home, normalised, when it is private state (not a system directory).
+fn private_home(home: &Path) -> Option<PathBuf> {
+    let home = normalise(home);
+    let system = SYSTEM_DIRS
+        .iter()
+        .any(|s| home == Path::new(s) || (*s != "/" && home.starts_with(s)));
+    (home.is_absolute() && !system).then_some(home)
+}
+
+/// Where `uid`'s home is, as a login would set `$HOME`: its account's home in the host's
+/// `/etc/passwd` when that is private state (hidden from every run, so a lab can stand in
+/// for it), else `/home/<account>`, else `/home/user`.
+pub fn home_of(uid: u32) -> PathBuf {
+    home_in(Path::new("/"), uid)
+}
+
+fn home_in(lower: &Path, uid: u32) -> PathBuf {
+    let passwd = fs::read_to_string(lower.join("etc/passwd")).unwrap_or_default();
+    let account = passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() > 5 && fields[2].parse::<u32>().ok() == Some(uid))
+            .then(|| (fields[0].to_owned(), fields[5].to_owned()))
+    });
+    match account {
+        Some((_, home)) if private_home(Path::new(&home)).is_some() => normalise(Path::new(&home)),
+        Some((name, _)) if !name.is_empty() && !name.contains('/') => Path::new("/home").join(name),
+        _ => PathBuf::from("/home/user"),
+    }
 }
 
 /// The installation directories the program's start goes through (sandbox view), each below
@@ -469,6 +492,17 @@ mod tests {
         )
         .unwrap();
         host
+    }
+
+    #[test]
+    fn a_home_is_the_accounts_private_one_or_one_under_home() {
+        let host = host();
+        assert_eq!(home_in(host.path(), 0), Path::new("/root"));
+        assert_eq!(home_in(host.path(), 1000), Path::new("/home/alice"));
+        assert_eq!(home_in(host.path(), 101), Path::new("/var/lib/postgresql"));
+        // A system directory is not a home to stand in for.
+        assert_eq!(home_in(host.path(), 1), Path::new("/home/daemon"));
+        assert_eq!(home_in(host.path(), 61_017), Path::new("/home/user"));
     }
 
     #[test]

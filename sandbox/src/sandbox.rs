@@ -298,10 +298,11 @@ impl Sandbox {
         };
         run_dir.reserve_lab(&config.limits)?;
         // Named and filled as a temporary file any program might leave (Python's
-        // `tmpXXXXXXXX`), so that it tells the program nothing.
+        // `tmpXXXXXXXX`), so that it tells the program nothing; in the lab, where the
+        // lab's watcher sees it opened.
         let token = nonce();
         let marker = Marker {
-            path: view.tmp().join(format!("tmp{}", &token[..8])),
+            path: view.scratch().join(format!("tmp{}", &token[..8])),
             content: format!("{token}\n").into_bytes(),
         };
         let plan = ChildPlan {
@@ -404,8 +405,8 @@ impl Sandbox {
             procs.start(init_pid.as_raw(), started)?;
         }
         let host_root = PathBuf::from(format!("/proc/{init_pid}/root"));
-        let events =
-            LabEvents::start(host_root, view.root(), started).map_err(SandboxError::Events)?;
+        let events = LabEvents::start(host_root, view.root(), &visibility.exposed, started)
+            .map_err(SandboxError::Events)?;
         guard.events_close = Some(events.closer());
 
         // The sinkhole must be up before the init's self-test and the program's first packet.
@@ -505,14 +506,18 @@ impl Sandbox {
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PATH".into(), DEFAULT_PATH.into()),
             ("HOME".into(), home.clone().into()),
-            ("TMPDIR".into(), view.tmp().into()),
-            ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
-            ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
-            ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
-            ("XDG_STATE_HOME".into(), home.join(".local/state").into()),
-            ("XDG_RUNTIME_DIR".into(), view.tmp().into()),
             ("LANG".into(), "C.UTF-8".into()),
         ];
+        if !view.is_home() {
+            env.extend([
+                ("TMPDIR".into(), view.tmp().into()),
+                ("XDG_CONFIG_HOME".into(), home.join(".config").into()),
+                ("XDG_CACHE_HOME".into(), home.join(".cache").into()),
+                ("XDG_DATA_HOME".into(), home.join(".local/share").into()),
+                ("XDG_STATE_HOME".into(), home.join(".local/state").into()),
+                ("XDG_RUNTIME_DIR".into(), view.tmp().into()),
+            ]);
+        }
         if let Some(name) = account {
             env.push(("USER".into(), name.clone().into()));
             env.push(("LOGNAME".into(), name.into()));

@@ -232,7 +232,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
     let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
 
-    let mut planted = plants::plant(&nonce);
+    let mut planted = plants::plant(&nonce, &lab_home(&options));
     for file in planted_files {
         planted.lab = planted
             .lab
@@ -256,7 +256,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
 
     // Pre-registration: the contract's bytes go into the receipts before the first call.
-    let lab_paths = LabPaths::at(&planted.record.root.display().to_string());
+    let lab_paths = planted.record.lab_paths();
     let (contract, name, text) = match (&document, &options.contract) {
         (Some(document), Some(source)) => (
             document.resolve(&decls, &lab_paths)?,
@@ -449,7 +449,7 @@ const MAX_SETUPS: usize = 3;
 /// `vac contract derive`: a control run only, and the contract its tools' annotations
 /// imply, written as a document for the researcher to edit before the real run.
 pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeError> {
-    let planted = plants::plant(&nonce()?);
+    let planted = plants::plant(&nonce()?, &lab_home(options));
     let server = server(options, &planted)?;
     let control = control_run(&server, options).await?;
     let Some((decls, _)) = manifest(&control) else {
@@ -466,7 +466,7 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
 pub async fn control_manifest(
     options: &ProbeOptions,
 ) -> Result<Vec<serde_json::Value>, ProbeError> {
-    let planted = plants::plant(&nonce()?);
+    let planted = plants::plant(&nonce()?, &lab_home(options));
     let server = server(options, &planted)?;
     let control = control_run(&server, options).await?;
     if let Some(failure) = control.failure {
@@ -607,6 +607,14 @@ fn summary(output: &RunOutput) -> Value {
         "failure": output.failure.as_ref().map(|f| &f.detail),
         "protocol_witness": witness::summary(&output.calls, &output.id),
     })
+}
+
+/// The home the lab stands in for: that of the uid the server runs as.
+fn lab_home(options: &ProbeOptions) -> PathBuf {
+    match options.user {
+        RunAs::User { uid, .. } => vac_sandbox::home_of(uid),
+        RunAs::RootWithoutCapabilities => vac_sandbox::home_of(0),
+    }
 }
 
 /// The probe's unique token part; without the system's generator there is no probe, since

@@ -170,12 +170,27 @@ pub(crate) struct LabRecord {
     pub(crate) root: PathBuf,
     pub(crate) work: PathBuf,
     pub(crate) home: PathBuf,
+    /// The temporary directory; absent in receipts from before the lab could be a home,
+    /// where it was always `root/tmp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tmp: Option<PathBuf>,
     pub(crate) note: String,
     pub(crate) trap: String,
     pub(crate) canaries: Vec<Canary>,
 }
 
 impl LabRecord {
+    /// The lab's places for a contract's placeholders (`{lab}`, `{home}`, `{tmp}`, `{work}`).
+    pub(crate) fn lab_paths(&self) -> vac_contracts::LabPaths {
+        let text = |path: &Path| path.display().to_string();
+        vac_contracts::LabPaths {
+            lab: text(&self.root),
+            home: text(&self.home),
+            tmp: text(&self.tmp.clone().unwrap_or_else(|| self.root.join("tmp"))),
+            work: text(&self.work),
+        }
+    }
+
     /// Where the canary files are, in the sandbox's view.
     pub(crate) fn canary_paths(&self) -> Vec<PathBuf> {
         self.canaries
@@ -226,10 +241,18 @@ fn secret(nonce: &str, kind: &str, alphabet: &[u8], len: usize) -> String {
         .collect()
 }
 
-/// Plants the lab for a probe whose unique token part is `nonce`.
-pub(crate) fn plant(nonce: &str) -> Planted {
-    let lab = Lab::new();
+/// Plants the lab for a probe whose unique token part is `nonce`, standing in for the
+/// server's `home` ([`vac_sandbox::home_of`] the uid it runs as): `$HOME` is `home` as on
+/// any machine, the working directory `home/work`.
+pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
+    let lab = Lab::home(home);
     let view = lab.view();
+    // Plant paths are relative to the lab's root (the home itself, here).
+    let in_home = |path: &str| {
+        let absolute = view.home().join(path);
+        let relative = absolute.strip_prefix(view.root()).unwrap_or(&absolute);
+        relative.display().to_string()
+    };
     let (ssh, aws, dotenv) = (
         secret(nonce, "ssh", BASE64, 70),
         secret(nonce, "aws", ALNUM, 40),
@@ -238,7 +261,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     let files = [
         (
             "ssh_key",
-            "home/.ssh/id_rsa",
+            in_home(".ssh/id_rsa"),
             format!(
                 "-----BEGIN OPENSSH PRIVATE KEY-----\n{SSH_KEY_HEAD}\n{ssh}\n{}\n{}\n\
                  -----END OPENSSH PRIVATE KEY-----\n",
@@ -249,7 +272,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         ),
         (
             "aws_credentials",
-            "home/.aws/credentials",
+            in_home(".aws/credentials"),
             format!(
                 "[default]\naws_access_key_id = AKIA{}\naws_secret_access_key = {aws}\n",
                 secret(nonce, "aws-id", BASE32, 16)
@@ -258,7 +281,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         ),
         (
             "dotenv",
-            "work/.env",
+            "work/.env".to_string(),
             format!(
                 "DATABASE_URL=postgres://app:{}@db.internal:5432/inventory\n\
                  STRIPE_SECRET_KEY={dotenv}\n",
@@ -286,7 +309,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
     for (name, path, content, token) in files {
         canaries.push(Canary {
             name: name.to_string(),
-            path: Some(view.root().join(path)),
+            path: Some(view.root().join(&path)),
             token,
         });
         lab = lab.plant_with_mode(path, content, 0o600);
@@ -321,6 +344,7 @@ pub(crate) fn plant(nonce: &str) -> Planted {
         root: view.root().to_path_buf(),
         work: view.work(),
         home: view.home(),
+        tmp: Some(view.tmp()),
         note: NOTE.into(),
         trap: TRAP.into(),
         canaries,
@@ -339,9 +363,9 @@ mod tests {
 
     #[test]
     fn every_canary_has_a_unique_token_that_names_nothing_of_vac() {
-        let planted = plant("abc123");
+        let planted = plant("abc123", Path::new("/home/dana"));
         assert_eq!(planted.record.canaries.len(), 4);
-        let other = plant("abc124");
+        let other = plant("abc124", Path::new("/home/dana"));
         for (canary, again) in planted.record.canaries.iter().zip(&other.record.canaries) {
             assert!(canary.token.len() >= 20, "{canary:?}");
             assert_ne!(canary.token, again.token, "the token depends on the nonce");
@@ -359,8 +383,10 @@ mod tests {
         assert_eq!(tokens.len(), 4);
         assert_eq!(
             planted.record.canaries[0].path.as_deref(),
-            Some(std::path::Path::new("/lab/home/.ssh/id_rsa"))
+            Some(std::path::Path::new("/home/dana/.ssh/id_rsa"))
         );
+        assert_eq!(planted.record.home, Path::new("/home/dana"));
+        assert_eq!(planted.record.work, Path::new("/home/dana/work"));
     }
 
     #[test]
@@ -396,11 +422,11 @@ mod tests {
         );
         assert!(files.iter().any(|(p, _, _)| p == Path::new(".git/index")));
         // Planted where the plan says, under the working directory.
-        let planted = plant("n");
+        let planted = plant("n", Path::new("/root"));
         let (relative, absolute) = planted.plants.repository.clone().unwrap();
         assert_eq!(
             (relative.as_str(), absolute.as_str()),
-            ("repo", "/lab/work/repo")
+            ("repo", "/root/work/repo")
         );
     }
 }

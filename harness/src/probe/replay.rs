@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vac_contracts::{
-    ContractDocument, ErrorKind, LabPaths, RunError, ToolDecl, derive, grade as grade_cells, render,
+    ContractDocument, ErrorKind, RunError, ToolDecl, derive, grade as grade_cells, render,
 };
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
@@ -269,7 +269,7 @@ pub(crate) fn grade(
         derived
     } else {
         ContractDocument::parse(&recorded_contract.name, &recorded_contract.text)?
-            .resolve(&decls, &LabPaths::at(&plan.lab.root.display().to_string()))?
+            .resolve(&decls, &plan.lab.lab_paths())?
     };
     report.contract = recorded_contract.blake3.to_hex();
     let compiled = contract.compile()?;

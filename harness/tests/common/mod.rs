@@ -42,6 +42,31 @@ pub struct Probe {
 }
 
 /// Runs `vac probe --json --out <tmp> EXTRA… -- COMMAND…`.
+/// Where the probe's lab was in the server's view, as its plan records it: `$HOME`, the
+/// working directory and the temporary directory, each without a trailing slash.
+pub struct LabPlaces {
+    pub home: String,
+    pub work: String,
+    pub tmp: String,
+}
+
+pub fn lab_places(probe: &Probe) -> LabPlaces {
+    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
+    for line in text.lines() {
+        let record: Value = serde_json::from_str(line).expect("a receipt record");
+        let lab = &record["body"]["plan"]["lab"];
+        if lab.is_object() {
+            let place = |name: &str| lab[name].as_str().unwrap().to_owned();
+            return LabPlaces {
+                home: place("home"),
+                work: place("work"),
+                tmp: place("tmp"),
+            };
+        }
+    }
+    panic!("no plan with a lab in {:?}", probe.receipts)
+}
+
 /// The canary tokens the probe planted, by name (`ssh_key`, `aws_credentials`, `dotenv`,
 /// `env_var`), as its plan in the receipts records them.
 pub fn planted_tokens(probe: &Probe) -> Vec<(String, String)> {
