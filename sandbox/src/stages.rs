@@ -165,10 +165,17 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), Errno> {
     sys::close_from(CTL_FD + parked.len() as RawFd)
 }
 
+/// What pid 1's command line reads inside the sandbox.
+const INIT_CMDLINE: &str = "/sbin/init";
+
 /// The init: pid 1 of the run's pid namespace; never returns.
 fn init(plan: &ChildPlan) -> ! {
     // The monitor is single-threaded, so its death is this process's parent's death.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // The program sees pid 1: as an init, not as a copy of vac and its arguments. Best
+    // effort: a kernel that refuses leaves vac's name, which hides nothing of the host.
+    let _ = nix::sys::prctl::set_name(c"init");
+    let _ = sys::set_cmdline(INIT_CMDLINE);
     if let Err((stage, errno)) = rootfs::enter(&plan.rootfs) {
         fail(stage, errno);
     }

@@ -70,6 +70,42 @@ pub(crate) fn close_from(first: RawFd) -> Result<(), Errno> {
     Errno::result(rc).map(drop)
 }
 
+/// Makes `/proc/self/cmdline` read `title` instead of the arguments the process was
+/// started with: the sandbox's init is a fork of vac, and the program can read pid 1's
+/// command line. The argument area is overwritten in place through `/proc/self/mem` (as
+/// setproctitle does), `title` and a NUL first, its last byte not NUL, so that the kernel
+/// reads the title up to its NUL; PR_SET_MM would need CAP_SYS_RESOURCE, which a host's
+/// root may lack. A title longer than the area is cut.
+pub(crate) fn set_cmdline(title: &str) -> Result<(), Errno> {
+    use std::os::unix::fs::FileExt;
+    let io = |e: std::io::Error| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
+    let stat = std::fs::read_to_string("/proc/self/stat").map_err(io)?;
+    // Fields after the command name's closing parenthesis, from field 3 (state) on:
+    // arg_start and arg_end are fields 48 and 49.
+    let after = stat.rsplit_once(')').ok_or(Errno::EINVAL)?.1;
+    let field = |n: usize| -> Result<u64, Errno> {
+        after
+            .split_whitespace()
+            .nth(n - 3)
+            .and_then(|v| v.parse().ok())
+            .ok_or(Errno::EINVAL)
+    };
+    let (start, end) = (field(48)?, field(49)?);
+    let len = usize::try_from(end.saturating_sub(start)).map_err(|_| Errno::EINVAL)?;
+    if len < 2 {
+        return Err(Errno::EINVAL);
+    }
+    let mut area = vec![0u8; len];
+    let cut = title.len().min(len - 2);
+    area[..cut].copy_from_slice(&title.as_bytes()[..cut]);
+    area[len - 1] = b' ';
+    let mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/mem")
+        .map_err(io)?;
+    mem.write_all_at(&area, start).map_err(io)
+}
+
 /// Exits the calling process immediately, without running destructors or atexit handlers.
 pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and is async-signal-safe; skipping destructors is the

@@ -144,3 +144,48 @@ async fn an_exposed_host_path_shows_through_a_hidden_directory_and_nothing_besid
     assert!(!out.contains("beside-bytes"), "{out}");
     assert!(exposed.contains(&data), "{exposed:?}");
 }
+
+/// What a program can read of its surroundings says nothing of the audit: the host's
+/// hostname, its account's name and home, cgroup paths of its own namespace, mount
+/// options without the host's run directory, and an environment with nothing of vac's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_in_a_home_lab_sees_no_sign_of_the_audit() {
+    let test = "a_program_in_a_home_lab_sees_no_sign_of_the_audit";
+    if !privileged(test) {
+        return;
+    }
+    let script = "echo host=$(hostname); echo home=$HOME user=$USER logname=$LOGNAME; \
+                  echo cwd=$(pwd); echo tmpdir=${TMPDIR-unset}; \
+                  echo pid1=$(cat /proc/1/comm) $(tr '\\0' ' ' < /proc/1/cmdline); \
+                  echo cgroup:; cat /proc/self/cgroup; echo mounts:; cat /proc/self/mountinfo; \
+                  echo env:; env; echo listing:; ls -A / $HOME /tmp";
+    let sandbox = Sandbox::builder(["/bin/sh", "-c", script])
+        .lab(vac_sandbox::Lab::home("/root").plant("work/notes.md", "notes\n"))
+        .run_as(RunAs::RootWithoutCapabilities)
+        .build()
+        .unwrap();
+    let (out, err, _stopped) = run_to_end(sandbox.spawn().unwrap()).await;
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    assert!(out.contains(&format!("host={host}\n")), "{out} {err}");
+    assert!(out.contains("home=/root user=root logname=root\n"), "{out}");
+    assert!(
+        out.contains("cwd=/root/work\n") && out.contains("tmpdir=unset\n"),
+        "{out}"
+    );
+    let section = |from: &str, to: &str| {
+        let start = out.find(from).unwrap() + from.len();
+        out[start..start + out[start..].find(to).unwrap()].to_owned()
+    };
+    for line in section("cgroup:\n", "mounts:").lines() {
+        assert!(line.ends_with(":/"), "a cgroup path of the host's: {line}");
+    }
+    let mounts = section("mounts:\n", "env:");
+    assert!(
+        !mounts.contains("/run/"),
+        "the host's run directory: {mounts}"
+    );
+    assert!(
+        !out.to_lowercase().contains("vac"),
+        "the program read a sign of vac: {out}"
+    );
+}
