@@ -61,6 +61,6 @@ pub use sandbox::{
     LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
 };
 pub use witness::{
-    FileDigest, FsChange, HASH_CAP, LayerState, Marker, NodeKind, OverlayWitness, SelfTest,
-    WitnessError, WitnessReport, layer_states, read_beneath,
+    FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,
+    OverlayWitness, SelfTest, WitnessError, WitnessReport, layer_states, read_beneath,
 };

@@ -194,6 +194,30 @@ pub(crate) fn lgetxattr(path: &CStr, name: &CStr) -> Result<Option<Vec<u8>>, Err
     }
 }
 
+/// An extended attribute of the open file `file` (`None` when it has none): the witness
+/// reads the overlay's marks by descriptor, so no path length limits it.
+pub(crate) fn fgetxattr(file: &std::fs::File, name: &CStr) -> Result<Option<Vec<u8>>, Errno> {
+    let mut buffer = vec![0u8; 256];
+    // SAFETY: the descriptor is open for the duration of the call, the name is a
+    // NUL-terminated C string, and the buffer pointer and length describe `buffer`.
+    let rc = unsafe {
+        libc::fgetxattr(
+            file.as_raw_fd(),
+            name.as_ptr(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+        )
+    };
+    match Errno::result(rc) {
+        Ok(len) => {
+            buffer.truncate(len as usize);
+            Ok(Some(buffer))
+        }
+        Err(Errno::ENODATA | Errno::EOPNOTSUPP) => Ok(None),
+        Err(errno) => Err(errno),
+    }
+}
+
 /// Sets an extended attribute of `path` without following a final symlink: the mask's
 /// opaque directories, and the witness tests' hand-made `trusted.overlay.*` marks.
 pub(crate) fn lsetxattr(path: &CStr, name: &CStr, value: &[u8]) -> Result<(), Errno> {

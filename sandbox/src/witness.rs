@@ -6,12 +6,15 @@
 //! was built from, in the same order.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
 
 use crate::sys;
 
@@ -148,6 +151,32 @@ pub struct WitnessReport {
     pub self_test: SelfTest,
     /// Entries of the upper layer the walk visited: the measure of its cost.
     pub entries_visited: u64,
+    /// What the walk could not look at: the changes it lists are real, but there may be
+    /// more, so no absence of a change is backed.
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Entries the walk could not look at (deeper than [`MAX_WALK_DEPTH`], or unreadable), and
+/// the first of them with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incomplete {
+    pub entries: u64,
+    pub first: String,
+}
+
+/// Directories below this depth of the upper layer are not walked (they are counted in
+/// [`WitnessReport::incomplete`]): the walk holds a descriptor per level, and a program
+/// can nest directories without end.
+pub const MAX_WALK_DEPTH: usize = 256;
+
+impl Incomplete {
+    /// What a reader of the receipts is told.
+    pub fn reason(&self) -> String {
+        format!(
+            "the walk of the upper layer missed {} entries (first: {})",
+            self.entries, self.first
+        )
+    }
 }
 
 /// The witness could not read a layer, or could not see its own marker.
@@ -164,9 +193,14 @@ pub enum WitnessError {
 }
 
 impl WitnessReport {
-    /// Fails unless the self-test proved the witness live: a clean result from a blind
-    /// witness would be unbacked.
+    /// Fails unless the self-test proved the witness live and the walk saw every entry: a
+    /// clean result from a blind or partial witness would be unbacked.
     pub fn require_live(&self) -> Result<(), WitnessError> {
+        if let Some(incomplete) = &self.incomplete {
+            return Err(WitnessError::Blind {
+                reason: incomplete.reason(),
+            });
+        }
         match &self.self_test {
             SelfTest::Live { .. } => Ok(()),
             SelfTest::Blind { reason, .. } => Err(WitnessError::Blind {
@@ -203,28 +237,38 @@ impl OverlayWitness {
         self
     }
 
-    /// Walks the upper layer and types every change.
+    /// Walks the upper layer and types every change. Every directory is read through a
+    /// descriptor of its parent (`openat`, no symbolic link followed), so no path length
+    /// limits the walk; an entry it cannot read is counted in `incomplete`, not fatal.
     pub fn collect(&self) -> Result<WitnessReport, WitnessError> {
         let mut walk = Walk {
-            witness: self,
             changes: Vec::new(),
             visited: 0,
+            incomplete: None,
         };
-        if let Err(error) = walk.dir(Path::new(""), false) {
-            // A missing upper layer is what a blinded witness looks like: no marker.
-            if !matches!(&error, WitnessError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
-            {
-                return Err(error);
+        let upper = File::open(&self.upper).and_then(|upper| match upper.metadata()?.is_dir() {
+            true => Ok(upper),
+            false => Err(io::Error::from(io::ErrorKind::NotADirectory)),
+        });
+        match upper {
+            Ok(upper) => {
+                let lowers: Vec<Option<File>> =
+                    self.lowers.iter().map(|l| File::open(l).ok()).collect();
+                walk.dir(&upper, &lowers, Path::new("/"), 0);
             }
+            // A missing upper layer is what a blinded witness looks like: no marker.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_at(&self.upper)(e)),
         }
-        let (mut changes, visited) = (walk.changes, walk.visited);
-        self.pair_renames(&mut changes)?;
+        let (mut changes, visited, incomplete) = (walk.changes, walk.visited, walk.incomplete);
+        self.pair_renames(&mut changes);
         let self_test = self.check_marker(&mut changes);
         changes.sort_by(|a, b| a.path().cmp(b.path()));
         Ok(WitnessReport {
             changes,
             self_test,
             entries_visited: visited,
+            incomplete,
         })
     }
 
@@ -259,7 +303,8 @@ impl OverlayWitness {
     }
 
     /// A rename of a lower file shows as a whiteout plus a new copy: pair them by content.
-    fn pair_renames(&self, changes: &mut Vec<FsChange>) -> Result<(), WitnessError> {
+    /// A file it cannot read back (a path too long to name) stays a deletion and a creation.
+    fn pair_renames(&self, changes: &mut Vec<FsChange>) {
         let mut created: HashMap<FileDigest, usize> = HashMap::new();
         for (index, change) in changes.iter().enumerate() {
             if let FsChange::Created {
@@ -291,7 +336,9 @@ impl OverlayWitness {
             if !sizes.contains(&size) {
                 continue;
             }
-            let digest = digest(&lower)?;
+            let Ok(digest) = digest(&lower) else {
+                continue;
+            };
             if let Some(target) = created.remove(&digest) {
                 renames.push((index, target, digest));
             }
@@ -307,7 +354,6 @@ impl OverlayWitness {
         for index in remove.into_iter().rev() {
             changes.remove(index);
         }
-        Ok(())
     }
 
     /// Where the overlay found `rel` before the run: the topmost lower layer that has it,
@@ -344,40 +390,80 @@ impl OverlayWitness {
     }
 }
 
-struct Walk<'w> {
-    witness: &'w OverlayWitness,
+struct Walk {
     changes: Vec<FsChange>,
     visited: u64,
+    incomplete: Option<Incomplete>,
 }
 
-impl Walk<'_> {
-    fn dir(&mut self, rel_dir: &Path, hidden_lower: bool) -> Result<(), WitnessError> {
-        let dir = self.witness.upper.join(rel_dir);
-        let entries = fs::read_dir(&dir).map_err(io_at(&dir))?;
-        for entry in entries {
-            let entry = entry.map_err(io_at(&dir))?;
-            self.visited += 1;
-            let rel = rel_dir.join(entry.file_name());
-            self.entry(&rel, hidden_lower)?;
+/// Opens `name` in the directory `dir` without following a symbolic link at it.
+fn open_at(dir: &File, name: &OsStr, flags: OFlag) -> Result<File, Errno> {
+    let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()).map(File::from)
+}
+
+fn errno_of(e: &io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+impl Walk {
+    fn missed(&mut self, path: &Path, why: String) {
+        match &mut self.incomplete {
+            Some(incomplete) => incomplete.entries += 1,
+            None => {
+                self.incomplete = Some(Incomplete {
+                    entries: 1,
+                    first: format!("{}: {why}", path.display()),
+                })
+            }
         }
-        Ok(())
     }
 
-    fn entry(&mut self, rel: &Path, hidden_lower: bool) -> Result<(), WitnessError> {
-        let upper = self.witness.upper.join(rel);
-        let meta = fs::symlink_metadata(&upper).map_err(io_at(&upper))?;
-        let path = Path::new("/").join(rel);
-        let lower = if hidden_lower {
-            None
-        } else {
-            self.witness.lower_of(rel)
+    /// Walks the directory `upper` (at `path` in the sandbox's view), whose lower
+    /// directories are `lowers`: per layer, topmost first, the same directory where that
+    /// layer shows it (`None` where it has none, or a layer above hides it).
+    fn dir(&mut self, upper: &File, lowers: &[Option<File>], path: &Path, depth: usize) {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let names: Result<Vec<OsString>, Errno> = nix::dir::Dir::openat(
+            upper,
+            ".",
+            flags,
+            nix::sys::stat::Mode::empty(),
+        )
+        .and_then(|mut listing| {
+            listing
+                .iter()
+                .map(|entry| entry.map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_owned()))
+                .filter(|name| !matches!(name.as_ref().map(|n| n.as_bytes()), Ok(b"." | b"..")))
+                .collect()
+        });
+        let names = match names {
+            Ok(names) => names,
+            Err(errno) => return self.missed(path, format!("cannot list: {errno}")),
         };
-        let lower_meta = match &lower {
-            Some(p) => Some(fs::symlink_metadata(p).map_err(io_at(p))?),
-            None => None,
-        };
-        let lower_kind = lower_meta.as_ref().map(kind_of);
-        if is_whiteout(&upper, &meta)? {
+        for name in names {
+            self.visited += 1;
+            let child = path.join(&name);
+            if let Err(errno) = self.entry(upper, lowers, &name, &child, depth) {
+                self.missed(&child, format!("cannot read: {errno}"));
+            }
+        }
+    }
+
+    fn entry(
+        &mut self,
+        parent: &File,
+        lowers: &[Option<File>],
+        name: &OsStr,
+        path: &Path,
+        depth: usize,
+    ) -> Result<(), Errno> {
+        let node = open_at(parent, name, OFlag::O_PATH)?;
+        let meta = node.metadata().map_err(|e| errno_of(&e))?;
+        let path = path.to_path_buf();
+        let lower = lower_entry(lowers, name);
+        let lower_kind = lower.as_ref().map(|(_, meta)| kind_of(meta));
+        if is_whiteout(parent, name, &meta)? {
             let was = lower_kind.unwrap_or(NodeKind::Other);
             self.changes.push(FsChange::Deleted { path, was });
             return Ok(());
@@ -389,26 +475,34 @@ impl Walk<'_> {
                 was: lower_kind.unwrap_or(NodeKind::Other),
             });
         }
-        let same_kind_lower = lower_meta.filter(|m| kind_of(m) == kind);
+        let same_kind_lower = lower.filter(|(_, m)| kind_of(m) == kind);
         match kind {
             NodeKind::Dir => {
-                let opaque = sys::lgetxattr(&c_path(&upper), c"trusted.overlay.opaque")
-                    .map_err(|e| io_at(&upper)(e.into()))?
-                    .is_some_and(|v| v == b"y");
+                let dir = open_at(parent, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
+                let opaque =
+                    sys::fgetxattr(&dir, c"trusted.overlay.opaque")?.is_some_and(|v| v == b"y");
                 match &same_kind_lower {
                     Some(_) if opaque => self
                         .changes
                         .push(FsChange::DirReplaced { path: path.clone() }),
-                    Some(old) => self.attributes(&path, old, &meta),
+                    Some((_, old)) => self.attributes(&path, old, &meta),
                     None => self.changes.push(created(path.clone(), kind, None, &meta)),
                 }
-                self.dir(rel, hidden_lower || opaque || same_kind_lower.is_none())?;
+                if depth + 1 >= MAX_WALK_DEPTH {
+                    self.missed(&path, format!("deeper than {MAX_WALK_DEPTH} directories"));
+                    return Ok(());
+                }
+                let below = match (&same_kind_lower, opaque) {
+                    (Some(_), false) => child_lowers(lowers, name),
+                    _ => lowers.iter().map(|_| None).collect(),
+                };
+                self.dir(&dir, &below, &path, depth + 1);
             }
             NodeKind::File => {
-                let new = digest(&upper)?;
-                match (&lower, &same_kind_lower) {
-                    (Some(lower), Some(old_meta)) => {
-                        let old = digest(lower)?;
+                let new = digest_at(parent, name)?;
+                match &same_kind_lower {
+                    Some((layer, old_meta)) => {
+                        let old = digest_at(lowers[*layer].as_ref().ok_or(Errno::ENOENT)?, name)?;
                         if old != new {
                             self.changes.push(FsChange::Modified {
                                 path: path.clone(),
@@ -418,14 +512,17 @@ impl Walk<'_> {
                         }
                         self.attributes(&path, old_meta, &meta);
                     }
-                    _ => self.changes.push(created(path, kind, Some(new), &meta)),
+                    None => self.changes.push(created(path, kind, Some(new), &meta)),
                 }
             }
             NodeKind::Symlink => {
-                let target = fs::read_link(&upper).map_err(io_at(&upper))?;
-                let previous = match (&lower, &same_kind_lower) {
-                    (Some(lower), Some(_)) => Some(fs::read_link(lower).map_err(io_at(lower))?),
-                    _ => None,
+                let target = PathBuf::from(nix::fcntl::readlinkat(parent, name)?);
+                let previous = match &same_kind_lower {
+                    Some((layer, _)) => {
+                        let dir = lowers[*layer].as_ref().ok_or(Errno::ENOENT)?;
+                        Some(PathBuf::from(nix::fcntl::readlinkat(dir, name)?))
+                    }
+                    None => None,
                 };
                 if previous.as_ref() != Some(&target) {
                     self.changes.push(FsChange::Symlink {
@@ -460,6 +557,44 @@ impl Walk<'_> {
     }
 }
 
+/// Where the overlay found `name` of a directory before the run: the topmost of its lower
+/// directories that has it (its layer and metadata), unless that is a whiteout.
+fn lower_entry(lowers: &[Option<File>], name: &OsStr) -> Option<(usize, fs::Metadata)> {
+    let whiteout = |meta: &fs::Metadata| meta.file_type().is_char_device() && meta.rdev() == 0;
+    for (layer, dir) in lowers.iter().enumerate() {
+        let Some(dir) = dir else { continue };
+        let Ok(node) = open_at(dir, name, OFlag::O_PATH) else {
+            continue;
+        };
+        let meta = node.metadata().ok()?;
+        return (!whiteout(&meta)).then_some((layer, meta));
+    }
+    None
+}
+
+/// The lower directories of the subdirectory `name`, per layer: the layers that have it as
+/// a directory, down to the first that hides what is below (an opaque directory, or
+/// anything but a directory: a file or a whiteout).
+fn child_lowers(lowers: &[Option<File>], name: &OsStr) -> Vec<Option<File>> {
+    let mut below: Vec<Option<File>> = lowers.iter().map(|_| None).collect();
+    for (layer, dir) in lowers.iter().enumerate() {
+        let Some(dir) = dir else { continue };
+        match open_at(dir, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
+            Ok(child) => {
+                let opaque = sys::fgetxattr(&child, c"trusted.overlay.opaque")
+                    .is_ok_and(|v| v.as_deref() == Some(b"y"));
+                below[layer] = Some(child);
+                if opaque {
+                    break;
+                }
+            }
+            Err(Errno::ENOENT) => continue,
+            Err(_) => break,
+        }
+    }
+    below
+}
+
 fn created(
     path: PathBuf,
     kind: NodeKind,
@@ -489,30 +624,37 @@ fn kind_of(meta: &fs::Metadata) -> NodeKind {
 
 /// Overlay marks deletions with a 0/0 character device, or (newer kernels) with an empty
 /// file carrying the `trusted.overlay.whiteout` attribute.
-fn is_whiteout(path: &Path, meta: &fs::Metadata) -> Result<bool, WitnessError> {
+fn is_whiteout(dir: &File, name: &OsStr, meta: &fs::Metadata) -> Result<bool, Errno> {
     if meta.file_type().is_char_device() && meta.rdev() == 0 {
         return Ok(true);
     }
     if meta.is_file() && meta.len() == 0 {
-        let attr = sys::lgetxattr(&c_path(path), c"trusted.overlay.whiteout")
-            .map_err(|e| io_at(path)(e.into()))?;
-        return Ok(attr.is_some());
+        let file = open_at(dir, name, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
+        return Ok(sys::fgetxattr(&file, c"trusted.overlay.whiteout")?.is_some());
     }
     Ok(false)
 }
 
-fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
-    let file = File::open(path).map_err(io_at(path))?;
-    let size = file.metadata().map_err(io_at(path))?.len();
+/// The digest of the regular file `name` in `dir` ([`HASH_CAP`] bytes at most).
+fn digest_at(dir: &File, name: &OsStr) -> Result<FileDigest, Errno> {
+    let file = open_at(dir, name, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
+    digest_of(file).map_err(|e| errno_of(&e))
+}
+
+fn digest_of(file: File) -> io::Result<FileDigest> {
+    let size = file.metadata()?.len();
     let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_reader(io::Read::take(file, HASH_CAP))
-        .map_err(io_at(path))?;
+    hasher.update_reader(io::Read::take(file, HASH_CAP))?;
     Ok(FileDigest {
         size,
         blake3: hasher.finalize().to_hex().to_string(),
         partial: size > HASH_CAP,
     })
+}
+
+fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
+    let file = File::open(path).map_err(io_at(path))?;
+    digest_of(file).map_err(io_at(path))
 }
 
 /// What one path holds in a run's upper layer at one moment, read while the program may

@@ -335,13 +335,15 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
     output.termination = stopped.termination().map(|t| format!("{t:?}"));
     match stopped.witness().collect() {
         Ok(report) => {
-            output.sensors.fs_writes = match &report.self_test {
-                SelfTest::Live { marker } => Reading::Live(format!(
+            // A partial walk still shows what it saw; it backs no absence.
+            output.sensors.fs_writes = match (&report.self_test, &report.incomplete) {
+                (_, Some(incomplete)) => Reading::Blind(incomplete.reason()),
+                (SelfTest::Live { marker }, None) => Reading::Live(format!(
                     "marker {} seen in the upper layer",
                     marker.display()
                 )),
-                SelfTest::Blind { reason, .. } => Reading::Blind(reason.clone()),
-                SelfTest::NotRun => Reading::Blind("no marker was written".into()),
+                (SelfTest::Blind { reason, .. }, None) => Reading::Blind(reason.clone()),
+                (SelfTest::NotRun, None) => Reading::Blind("no marker was written".into()),
             };
             output.changes = effects::observe(&stopped, report.changes);
         }

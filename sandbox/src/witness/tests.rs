@@ -792,6 +792,89 @@ fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
     assert!(!small.partial);
 }
 
+/// Makes `depth` nested directories named `name` under `root`, by descriptor (their path
+/// may be longer than PATH_MAX), and returns the deepest one.
+fn nested(root: &Path, name: &str, depth: usize) -> fs::File {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    let mut at = fs::File::open(root).unwrap();
+    for _ in 0..depth {
+        mkdirat(&at, name, Mode::from_bits_truncate(0o755)).unwrap();
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        at = fs::File::from(openat(&at, name, flags, Mode::empty()).unwrap());
+    }
+    at
+}
+
+/// Writes `content` to `name` in the open directory `dir`.
+fn file_in(dir: &fs::File, name: &str, content: &[u8]) {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::from_bits_truncate(0o644)).unwrap();
+    std::io::Write::write_all(&mut fs::File::from(fd), content).unwrap();
+}
+
+#[test]
+fn a_tree_longer_than_path_max_is_walked_by_descriptor_and_a_write_beside_it_is_seen() {
+    let layers = Layers::new();
+    // A file the run modified, beside a tree whose paths run past PATH_MAX (4,096 bytes).
+    file(&layers.lower, "home/.ssh/id_rsa", b"key\n", 0o600);
+    file(&layers.upper, "home/.ssh/id_rsa", b"key\nappended\n", 0o600);
+    let name = "d".repeat(60);
+    let depth = 100;
+    let deepest = nested(&layers.upper, &name, depth);
+    file_in(&deepest, "bottom.txt", b"deep");
+    let report = layers.witness().collect().unwrap();
+    assert_eq!(report.incomplete, None);
+    let bottom: PathBuf = std::iter::once("/".to_string())
+        .chain(std::iter::repeat_n(name.clone(), depth))
+        .chain(["bottom.txt".to_string()])
+        .collect();
+    assert!(bottom.as_os_str().len() > 4096);
+    assert!(
+        report
+            .changes
+            .contains(&created_file(bottom.to_str().unwrap(), b"deep", 0o644)),
+        "the file at the bottom"
+    );
+    assert!(report.changes.iter().any(|c| matches!(c,
+        FsChange::Modified { path, .. } if path == Path::new("/home/.ssh/id_rsa"))));
+}
+
+#[test]
+fn a_tree_deeper_than_the_walk_goes_is_counted_and_backs_no_absence() {
+    let layers = Layers::new();
+    file(&layers.upper, "written.txt", b"seen", 0o644);
+    nested(&layers.upper, "d", MAX_WALK_DEPTH + 10);
+    let report = layers.witness().collect().unwrap();
+    let incomplete = report.incomplete.clone().expect("the walk says it stopped");
+    assert_eq!(incomplete.entries, 1, "one directory is where it stopped");
+    assert!(incomplete.first.contains("deeper than"), "{incomplete:?}");
+    assert!(
+        report
+            .changes
+            .contains(&created_file("/written.txt", b"seen", 0o644)),
+        "what it saw is still reported"
+    );
+    assert_eq!(
+        report
+            .changes
+            .iter()
+            .filter(|c| matches!(
+                c,
+                FsChange::Created {
+                    kind: NodeKind::Dir,
+                    ..
+                }
+            ))
+            .count(),
+        MAX_WALK_DEPTH
+    );
+    let error = report.require_live().unwrap_err().to_string();
+    assert!(error.contains("missed 1 entries"), "{error}");
+}
+
 fn file_digest_of(layers: &Layers, content: &[u8]) -> FileDigest {
     file(&layers.upper, "small", content, 0o644);
     let changes = layers.changes();
