@@ -12,7 +12,7 @@ use crate::graded::{ClauseSpec, GRADED, Subject};
 use crate::observation::{
     Call, Effect, EffectClass, Observation, Sensor, SensorState, SensorStatus,
 };
-use crate::verdict::{Cell, ErrorKind, SkipReason, Verdict};
+use crate::verdict::{Cell, ErrorKind, MAX_EVIDENCE, SkipReason, Verdict};
 
 /// The verdict grid of one server, and the effects no cell could own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,17 +275,19 @@ impl Context<'_> {
                 .collect();
             causes.sort_unstable();
             causes.dedup();
+            let subtracted: Vec<&Effect> = self
+                .obs
+                .control_subtracted
+                .iter()
+                .filter(|e| (spec.domain)(e.class))
+                .collect();
             return Verdict::Confirmed {
                 basis,
-                effects: forbidden.into_iter().cloned().collect(),
+                effects_omitted: forbidden.len().saturating_sub(MAX_EVIDENCE),
+                effects: forbidden.into_iter().take(MAX_EVIDENCE).cloned().collect(),
                 calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
-                control_subtracted: self
-                    .obs
-                    .control_subtracted
-                    .iter()
-                    .filter(|e| (spec.domain)(e.class))
-                    .cloned()
-                    .collect(),
+                subtracted_omitted: subtracted.len().saturating_sub(MAX_EVIDENCE),
+                control_subtracted: subtracted.into_iter().take(MAX_EVIDENCE).cloned().collect(),
                 sensors: sensors.iter().chain(&fallback).cloned().collect(),
             };
         }

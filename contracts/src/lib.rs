@@ -43,4 +43,4 @@ pub use observation::{
 };
 pub use pattern::PatternError;
 pub use tool::{Annotations, ToolDecl};
-pub use verdict::{Cell, ErrorKind, SkipReason, Verdict};
+pub use verdict::{Cell, ErrorKind, MAX_EVIDENCE, SkipReason, Verdict};

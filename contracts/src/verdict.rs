@@ -35,12 +35,19 @@ pub enum Verdict {
     Confirmed {
         /// Why the clause forbids it (e.g. `readOnlyHint: true`).
         basis: String,
-        /// The forbidden effects.
+        /// The forbidden effects, the first [`MAX_EVIDENCE`] of them.
         effects: Vec<Effect>,
+        /// Forbidden effects beyond those listed.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        effects_omitted: usize,
         /// The calls the effects are attributed to.
         calls: Vec<Call>,
-        /// The control run's effects in the clause's domain that were subtracted.
+        /// The control run's effects in the clause's domain that were subtracted (the first
+        /// [`MAX_EVIDENCE`]).
         control_subtracted: Vec<Effect>,
+        /// Subtracted effects beyond those listed.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        subtracted_omitted: usize,
         /// The self-tests of the sensors backing the clause.
         sensors: Vec<SensorStatus>,
     },
@@ -145,20 +152,34 @@ impl Verdict {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Effects a confirmed cell lists at most, of the forbidden ones and of the subtracted
+/// ones each; the rest are counted. A server that writes 60,000 files makes one bounded
+/// verdict record, not one the receipts' line cap refuses.
+pub const MAX_EVIDENCE: usize = 64;
+
 impl Cell {
     /// The `reason` of the SPEC §5 shape: the machine name for skipped and errored, a
     /// sentence for confirmed and refuted.
     pub fn reason(&self) -> String {
         match &self.verdict {
-            Verdict::Confirmed { basis, effects, .. } => {
-                let what = match effects.as_slice() {
-                    [] => "violated".to_owned(),
-                    [one] => format!("{} {}", class_verb(one.class), one.path),
-                    [first, rest @ ..] => format!(
+            Verdict::Confirmed {
+                basis,
+                effects,
+                effects_omitted,
+                ..
+            } => {
+                let what = match (effects.as_slice(), effects_omitted) {
+                    ([], _) => "violated".to_owned(),
+                    ([one], 0) => format!("{} {}", class_verb(one.class), one.path),
+                    ([first, rest @ ..], omitted) => format!(
                         "{} {} and {} more",
                         class_verb(first.class),
                         first.path,
-                        rest.len()
+                        rest.len() + omitted
                     ),
                 };
                 format!(
@@ -182,16 +203,30 @@ impl Cell {
             Verdict::Confirmed {
                 basis,
                 effects,
+                effects_omitted,
                 calls,
                 control_subtracted,
+                subtracted_omitted,
                 sensors,
-            } => json!({
-                "basis": basis,
-                "effects": effects,
-                "calls": calls,
-                "control_subtracted": control_subtracted,
-                "sensors": sensors,
-            }),
+            } => {
+                let mut evidence = json!({
+                    "basis": basis,
+                    "effects": effects,
+                    "calls": calls,
+                    "control_subtracted": control_subtracted,
+                    "sensors": sensors,
+                });
+                // Only when a list was cut, so that every other record reads as before.
+                for (key, omitted) in [
+                    ("effects_omitted", effects_omitted),
+                    ("control_subtracted_omitted", subtracted_omitted),
+                ] {
+                    if *omitted > 0 {
+                        evidence[key] = json!(omitted);
+                    }
+                }
+                evidence
+            }
             Verdict::Refuted {
                 basis,
                 calls,

@@ -14,6 +14,9 @@ use super::run::CallRecord;
 
 /// Bytes of a written file kept as evidence (the excerpt in reports is shorter).
 pub(crate) const CONTENT_CAP: u64 = 64 * 1024;
+/// Bytes of written files kept as evidence per run, in all: beyond them a change keeps its
+/// digest only. 60,000 files a hostile server writes cost this much, not 60,000 × the cap.
+pub(crate) const CONTENT_BUDGET: u64 = 64 * 1024 * 1024;
 const EXCERPT: usize = 160;
 const MAX_WRITES: usize = 64;
 
@@ -38,6 +41,12 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
         .iter()
         .filter_map(|l| std::fs::File::open(l).ok())
         .collect();
+    let mut budget = CONTENT_BUDGET;
+    let mut kept = |bytes: Option<Vec<u8>>| {
+        let bytes = bytes.filter(|b| b.len() as u64 <= budget)?;
+        budget -= bytes.len() as u64;
+        Some(bytes)
+    };
     changes
         .into_iter()
         .map(|change| {
@@ -48,11 +57,15 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
                     ..
                 }
                 | FsChange::Modified { .. }
-                | FsChange::Renamed { .. } => upper.as_ref().and_then(|u| read_capped(u, &path)),
+                | FsChange::Renamed { .. } => {
+                    kept(upper.as_ref().and_then(|u| read_capped(u, &path)))
+                }
                 _ => None,
             };
             let old_content = match &change {
-                FsChange::Modified { .. } => lowers.iter().find_map(|l| read_capped(l, &path)),
+                FsChange::Modified { .. } => {
+                    kept(lowers.iter().find_map(|l| read_capped(l, &path)))
+                }
                 _ => None,
             };
             ObservedChange {
@@ -66,17 +79,25 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
 }
 
 /// Stamps each change with the times of the lab events that wrote its path.
+/// One pass over the events, then a lookup per change: a run of 65,536 files and their
+/// events costs linear time, not their product.
 pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
+    let mut writes: std::collections::HashMap<&Path, Vec<Duration>> =
+        std::collections::HashMap::new();
+    for event in events {
+        if matches!(event.kind, FsEventKind::Open | FsEventKind::CloseNoWrite) {
+            continue;
+        }
+        let at = writes.entry(event.path.as_path()).or_default();
+        if at.len() < MAX_WRITES {
+            at.push(event.at());
+        }
+    }
     for observed in changes {
-        let path = observed.change.path();
-        observed.writes = events
-            .iter()
-            .filter(|e| {
-                e.path == path && !matches!(e.kind, FsEventKind::Open | FsEventKind::CloseNoWrite)
-            })
-            .map(LabEvent::at)
-            .take(MAX_WRITES)
-            .collect();
+        observed.writes = writes
+            .get(observed.change.path())
+            .cloned()
+            .unwrap_or_default();
     }
 }
 
@@ -102,10 +123,13 @@ pub(crate) fn subtract(
 ) -> (Vec<Attributable>, Vec<ObservedChange>) {
     let mut attributable = Vec::new();
     let mut subtracted = Vec::new();
+    // The first control change of each key, as a search in order would find it.
+    let mut by_key = std::collections::HashMap::new();
+    for change in control {
+        by_key.entry(key(&change.change)).or_insert(change);
+    }
     for observed in subject {
-        let twin = control
-            .iter()
-            .find(|c| key(&c.change) == key(&observed.change));
+        let twin = by_key.get(&key(&observed.change)).copied();
         match twin {
             Some(twin) if fingerprint(&twin.change) == fingerprint(&observed.change) => {
                 subtracted.push(observed.clone())

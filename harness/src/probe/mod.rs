@@ -303,12 +303,15 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             .map_err(receipts)?;
     }
     // One grading path: the verdicts come from the receipts as written, never from memory.
-    let recorded = replay::read(dir)?;
-    let graded = replay::grade(&recorded, dir, String::new())?;
-    if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
-        recorder
-            .verdicts(&last.id, grades, &graded.contract)
-            .map_err(receipts)?;
+    // The records read for grading are dropped before the report reads them again.
+    {
+        let recorded = replay::read(dir)?;
+        let graded = replay::grade(&recorded, dir, String::new())?;
+        if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
+            recorder
+                .verdicts(&last.id, grades, &graded.contract)
+                .map_err(receipts)?;
+        }
     }
     recorder.seal().map_err(receipts)?;
     Ok(replay::report(dir)?)
