@@ -173,42 +173,42 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: Signal) -> Result
 /// Reads an extended attribute of `path` without following a final symlink. `Ok(None)` when
 /// the attribute is absent or the filesystem has no xattrs.
 pub(crate) fn lgetxattr(path: &CStr, name: &CStr) -> Result<Option<Vec<u8>>, Errno> {
-    let mut buffer = vec![0u8; 256];
-    // SAFETY: both names are NUL-terminated C strings and the buffer pointer and length
-    // describe memory owned by `buffer` for the duration of the call.
-    let rc = unsafe {
-        libc::lgetxattr(
-            path.as_ptr(),
-            name.as_ptr(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-        )
-    };
-    match Errno::result(rc) {
-        Ok(len) => {
-            buffer.truncate(len as usize);
-            Ok(Some(buffer))
+    read_xattr(|buffer| {
+        // SAFETY: both names are NUL-terminated C strings and the buffer pointer and length
+        // describe memory owned by `buffer` for the duration of the call.
+        unsafe {
+            libc::lgetxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
         }
-        Err(Errno::ENODATA | Errno::EOPNOTSUPP) => Ok(None),
-        Err(errno) => Err(errno),
-    }
+    })
 }
 
 /// An extended attribute of the open file `file` (`None` when it has none): the witness
 /// reads the overlay's marks by descriptor, so no path length limits it.
 pub(crate) fn fgetxattr(file: &std::fs::File, name: &CStr) -> Result<Option<Vec<u8>>, Errno> {
+    read_xattr(|buffer| {
+        // SAFETY: the descriptor is open for the duration of the call, the name is a
+        // NUL-terminated C string, and the buffer pointer and length describe `buffer`.
+        unsafe {
+            libc::fgetxattr(
+                file.as_raw_fd(),
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        }
+    })
+}
+
+/// An attribute's value as one of the `getxattr` calls reads it into a 256-byte buffer;
+/// `None` when it is absent or the filesystem has none.
+fn read_xattr(get: impl FnOnce(&mut [u8]) -> libc::ssize_t) -> Result<Option<Vec<u8>>, Errno> {
     let mut buffer = vec![0u8; 256];
-    // SAFETY: the descriptor is open for the duration of the call, the name is a
-    // NUL-terminated C string, and the buffer pointer and length describe `buffer`.
-    let rc = unsafe {
-        libc::fgetxattr(
-            file.as_raw_fd(),
-            name.as_ptr(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-        )
-    };
-    match Errno::result(rc) {
+    match Errno::result(get(&mut buffer)) {
         Ok(len) => {
             buffer.truncate(len as usize);
             Ok(Some(buffer))

@@ -69,18 +69,23 @@ mod host {
         Errno::result(rc).expect("add a key") as i32
     }
 
-    /// The payload of a key, or the serials of a keyring.
-    pub(super) fn read(serial: i32) -> Result<Vec<u8>, Errno> {
-        let mut buffer = vec![0u8; 4096];
+    /// What a keyctl operation that fills a buffer gives for `serial` (at most `cap` bytes).
+    fn read_with(op: u32, serial: i32, cap: usize) -> Result<Vec<u8>, Errno> {
+        let mut buffer = vec![0u8; cap];
         let args = [
             serial as libc::c_ulong,
             buffer.as_mut_ptr() as libc::c_ulong,
             buffer.len() as libc::c_ulong,
             0,
         ];
-        let len = keyctl(libc::KEYCTL_READ, args)? as usize;
-        buffer.truncate(len.min(4096));
+        let len = keyctl(op, args)? as usize;
+        buffer.truncate(len.min(cap));
         Ok(buffer)
+    }
+
+    /// The payload of a key, or the serials of a keyring.
+    pub(super) fn read(serial: i32) -> Result<Vec<u8>, Errno> {
+        read_with(libc::KEYCTL_READ, serial, 4096)
     }
 
     pub(super) fn keyring_serials(keyring: i32) -> Vec<i32> {
@@ -116,16 +121,8 @@ mod host {
 
     /// The description of a key or keyring (`type;uid;gid;perm;description`).
     pub(super) fn describe(serial: i32) -> Result<String, Errno> {
-        let mut buffer = vec![0u8; 512];
-        let args = [
-            serial as libc::c_ulong,
-            buffer.as_mut_ptr() as libc::c_ulong,
-            buffer.len() as libc::c_ulong,
-            0,
-        ];
-        let len = keyctl(libc::KEYCTL_DESCRIBE, args)? as usize;
-        buffer.truncate(len.min(512));
-        Ok(String::from_utf8_lossy(&buffer)
+        let bytes = read_with(libc::KEYCTL_DESCRIBE, serial, 512)?;
+        Ok(String::from_utf8_lossy(&bytes)
             .trim_end_matches('\0')
             .to_owned())
     }
