@@ -275,9 +275,13 @@ async fn the_network_namespace_has_only_loopback_and_its_own_hostname() {
     let (out, err, _stopped) = run_to_end(shell(script).build().unwrap().spawn().unwrap()).await;
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "lo", "interfaces: {out} {err}");
-    // A UTS namespace of its own, named as the host is: nothing in the name tells.
-    let host = nix::unistd::gethostname().unwrap();
-    assert_eq!(lines[1], host.to_str().unwrap());
+    // A UTS namespace of its own, named as the host is unless that name says vac.
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    let expected = match host.to_lowercase().contains("vac") {
+        true => "workstation",
+        false => host.as_str(),
+    };
+    assert_eq!(lines[1], expected);
     assert_ne!(lines[2], "down", "lo must be up");
     assert_eq!(
         lines[3].trim(),
