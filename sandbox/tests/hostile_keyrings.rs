@@ -12,7 +12,8 @@
 //! is gone, with no event a test could wait on (this kernel has no key notifications), so
 //! the per-uid counts of `/proc/key-users`, which other runs as the same uid move too, are
 //! not compared; what could leave a key behind (the user keyring, a named session, a new
-//! key) is checked by serial and by description instead.
+//! key) is checked by serial and by description instead. uid 0's user keyring is shared by
+//! every uid-0 process of the host, so `.config/nextest.toml` runs this suite alone.
 
 mod common;
 
