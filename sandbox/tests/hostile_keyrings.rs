@@ -12,8 +12,9 @@
 //! is gone, with no event a test could wait on (this kernel has no key notifications), so
 //! the per-uid counts of `/proc/key-users`, which other runs as the same uid move too, are
 //! not compared; what could leave a key behind (the user keyring, a named session, a new
-//! key) is checked by serial and by description instead. uid 0's user keyring is shared by
-//! every uid-0 process of the host, so `.config/nextest.toml` runs this suite alone.
+//! key) is checked by serial and by description instead. The user keyring compared is the test
+//! process's, root's, which every uid-0 process shares and to which each test of this suite
+//! adds its host key: `.config/nextest.toml` runs the suite alone.
 
 mod common;
 
