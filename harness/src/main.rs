@@ -114,6 +114,11 @@ struct ProbeArgs {
     /// of the invoking user (`SUDO_UID` under sudo). uid 0 keeps no capabilities.
     #[arg(long, value_name = "N")]
     uid: Option<u32>,
+    /// Seconds the whole probe may take, vac's own work included (as a campaign's
+    /// `wall_seconds_per_server`); past them every run is torn down, the receipts stay
+    /// unsealed and vac exits 5 (incomplete).
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
+    wall: u64,
     /// The server command and its arguments.
     #[arg(last = true, required_unless_present = "url")]
     command: Vec<OsString>,
@@ -429,7 +434,19 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             text,
         });
     }
-    match runtime()?.block_on(vac_harness::probe::probe(options)) {
+    let dir = options.out_dir.clone();
+    let wall = Duration::from_secs(args.wall);
+    let probed = runtime()?
+        .block_on(async { tokio::time::timeout(wall, vac_harness::probe::probe(options)).await });
+    let Ok(probed) = probed else {
+        eprintln!(
+            "vac: the probe's wall-time budget of {}s ran out: every run was torn down, and the receipts in {} are not sealed",
+            args.wall,
+            dir.display()
+        );
+        return Ok(Exit::Incomplete.into());
+    };
+    match probed {
         Ok(report) => {
             print_report(&report, args.json, args.all);
             Ok(Exit::of(&report).into())

@@ -97,3 +97,55 @@ fn sixty_five_thousand_files_end_in_a_bounded_verdict() {
     eprintln!("vac's peak resident memory: {} MB", rss >> 20);
     assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
 }
+
+/// A tool that never answers, under a request timeout longer than the probe's whole
+/// wall-time budget: the budget ends the probe, every run is torn down, exit 5. (Its sleep
+/// is a length no other suite's server uses, so the check for leftovers is this test's.)
+const HANGS: &str = r#"
+import time
+def tools(m):
+    return {"tools": [{"name": "wait", "description": "Waits.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+"#;
+
+#[test]
+fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
+    if !privileged("a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete") {
+        return;
+    }
+    let script = python_server("hangs", HANGS, "time.sleep(86401)");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("receipts");
+    let output = vac(&[
+        "probe",
+        "--wall",
+        "3",
+        "--timeout",
+        "60",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "/usr/bin/python3",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(output.status.code(), Some(5), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("wall-time budget of 3s ran out") && stderr.contains("not sealed"),
+        "{stderr}"
+    );
+    // Torn down: no process of the server is left on the host.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains("time.sleep(86401)"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the hung server outlived the probe: {left:?}"
+    );
+}
