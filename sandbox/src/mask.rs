@@ -134,13 +134,7 @@ pub fn home_of(uid: u32) -> PathBuf {
 }
 
 fn home_in(lower: &Path, uid: u32) -> PathBuf {
-    let passwd = fs::read_to_string(lower.join("etc/passwd")).unwrap_or_default();
-    let account = passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.len() > 5 && fields[2].parse::<u32>().ok() == Some(uid))
-            .then(|| (fields[0].to_owned(), fields[5].to_owned()))
-    });
-    match account {
+    match account(lower, uid) {
         Some((_, home)) if private_home(Path::new(&home)).is_some() => normalise(Path::new(&home)),
         Some((name, _)) if !name.is_empty() && !name.contains('/') => Path::new("/home").join(name),
         _ => PathBuf::from("/home/user"),
@@ -304,11 +298,18 @@ pub(crate) fn replace(
 
 /// The account name of `uid` in `lower/etc/passwd`; `None` for a uid with no account.
 pub(crate) fn account_name(lower: &Path, uid: u32) -> Option<String> {
+    account(lower, uid)
+        .map(|(name, _)| name)
+        .filter(|name| !name.is_empty())
+}
+
+/// `uid`'s account in `lower/etc/passwd`: its name and home.
+fn account(lower: &Path, uid: u32) -> Option<(String, String)> {
     let passwd = fs::read_to_string(lower.join("etc/passwd")).ok()?;
     passwd.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        let name = fields.next()?;
-        (fields.nth(1)?.parse::<u32>().ok()? == uid && !name.is_empty()).then(|| name.to_owned())
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() > 5 && fields[2].parse::<u32>().ok() == Some(uid))
+            .then(|| (fields[0].to_owned(), fields[5].to_owned()))
     })
 }
 

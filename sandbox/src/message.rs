@@ -114,6 +114,9 @@ pub(crate) enum Message {
     Exited(i32),
     /// The program was killed by a signal.
     Signaled(i32),
+    /// The program's serial of its fresh session keyring (0: no keyrings), told the init
+    /// before exec.
+    SessionKeyring(i32),
 }
 
 pub(crate) const MESSAGE_LEN: usize = 12;
@@ -128,6 +131,7 @@ impl Message {
             Message::Started(pid, keyring) => (5, pid, keyring),
             Message::Exited(code) => (6, code, 0),
             Message::Signaled(signal) => (7, signal, 0),
+            Message::SessionKeyring(serial) => (8, serial, 0),
         };
         let mut bytes = [0u8; MESSAGE_LEN];
         bytes[0..4].copy_from_slice(&(tag as u32).to_le_bytes());
@@ -148,6 +152,7 @@ impl Message {
             5 => Message::Started(a, b),
             6 => Message::Exited(a),
             7 => Message::Signaled(a),
+            8 => Message::SessionKeyring(a),
             _ => return None,
         })
     }
@@ -167,6 +172,7 @@ mod tests {
             Message::Started(2, 914_223_108),
             Message::Exited(-1),
             Message::Signaled(9),
+            Message::SessionKeyring(914_223_108),
         ];
         for message in messages {
             assert_eq!(Message::decode(&message.encode()), Some(message));

@@ -94,6 +94,16 @@ pub enum RunAs {
     RootWithoutCapabilities,
 }
 
+impl RunAs {
+    /// The uid and gid the program runs as.
+    pub fn ids(self) -> (u32, u32) {
+        match self {
+            RunAs::User { uid, gid } => (uid, gid),
+            RunAs::RootWithoutCapabilities => (0, 0),
+        }
+    }
+}
+
 /// Builds a [`Sandbox`].
 #[derive(Debug, Clone)]
 pub struct SandboxBuilder {
@@ -264,10 +274,7 @@ impl Sandbox {
         let run_dir = guard
             .run_dir
             .insert(RunDir::create(&config.run_root, &id, &config.limits)?);
-        let (uid, gid) = match config.run_as {
-            RunAs::User { uid, gid } => (uid, gid),
-            RunAs::RootWithoutCapabilities => (0, 0),
-        };
+        let (uid, gid) = config.run_as.ids();
         config.lab.build(&run_dir.lab_layer(), uid, gid)?;
         let view = config.lab.view();
         let env = self.environment(&view, mask::account_name(&run_dir.lower(), uid));

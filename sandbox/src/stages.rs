@@ -232,40 +232,9 @@ fn write_marker(plan: &ChildPlan) -> Result<(), Errno> {
 }
 
 /// What the program tells the init before exec, on the close-on-exec pipe at
-/// [`EXEC_ERROR_FD`], as 12-byte records: its session keyring, or the stage that failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ProgramReport {
-    /// The serial of the fresh session keyring (0: the kernel has no keyrings).
-    SessionKeyring(i32),
-    Failed(Stage, i32),
-}
-
-const REPORT_LEN: usize = 12;
-
-impl ProgramReport {
-    fn encode(self) -> [u8; REPORT_LEN] {
-        let (tag, a, b) = match self {
-            ProgramReport::SessionKeyring(serial) => (1i32, serial, 0),
-            ProgramReport::Failed(stage, errno) => (2, stage as i32, errno),
-        };
-        let mut bytes = [0u8; REPORT_LEN];
-        for (at, word) in [tag, a, b].into_iter().enumerate() {
-            bytes[at * 4..at * 4 + 4].copy_from_slice(&word.to_le_bytes());
-        }
-        bytes
-    }
-
-    fn decode(bytes: &[u8; REPORT_LEN]) -> ProgramReport {
-        let word =
-            |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        match word(0) {
-            1 => ProgramReport::SessionKeyring(word(4)),
-            _ => ProgramReport::Failed(Stage::from_code(word(4)), word(8)),
-        }
-    }
-}
-
-fn tell_init(report: ProgramReport) {
+/// [`EXEC_ERROR_FD`], in the parent's own message framing: its session keyring
+/// ([`Message::SessionKeyring`]), or the stage that failed ([`Message::Failed`]).
+fn tell_init(report: Message) {
     // A lost report shows up in the init as a closed pipe before exec.
     let _ = nix::unistd::write(fd(EXEC_ERROR_FD), &report.encode());
 }
@@ -286,7 +255,7 @@ fn start_program(plan: &ChildPlan) -> Pid {
             drop(error_write);
             let mut keyring = 0;
             loop {
-                let mut record = [0u8; REPORT_LEN];
+                let mut record = [0u8; crate::message::MESSAGE_LEN];
                 let mut filled = 0;
                 while filled < record.len() {
                     match nix::unistd::read(error_read.as_fd(), &mut record[filled..]) {
@@ -299,11 +268,15 @@ fn start_program(plan: &ChildPlan) -> Pid {
                 if filled < record.len() {
                     break; // exec closed the pipe
                 }
-                match ProgramReport::decode(&record) {
-                    ProgramReport::SessionKeyring(serial) => keyring = serial,
-                    ProgramReport::Failed(stage, errno) => {
+                match Message::decode(&record) {
+                    Some(Message::SessionKeyring(serial)) => keyring = serial,
+                    Some(Message::Failed(stage, errno)) => {
                         let _ = waitpid(child, None);
                         fail(stage, Errno::from_raw(errno));
+                    }
+                    _ => {
+                        let _ = waitpid(child, None);
+                        fail(Stage::Unknown, Errno::EPROTO);
                     }
                 }
             }
@@ -358,7 +331,7 @@ fn reap(program: Pid) {
 /// session keyring, refuses itself the kernel interfaces of [`crate::refused`] and execs.
 fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     let report = |stage: Stage, errno: Errno| -> ! {
-        tell_init(ProgramReport::Failed(stage, errno as i32));
+        tell_init(Message::Failed(stage, errno as i32));
         sys::exit_now(127)
     };
     let _ = nix::unistd::setsid();
@@ -392,7 +365,7 @@ fn program(plan: &ChildPlan, error_pipe: OwnedFd) -> ! {
     }
     // As the target uid, so the keyring is that user's; before the filter refuses keyctl.
     match sys::join_new_session_keyring() {
-        Ok(serial) => tell_init(ProgramReport::SessionKeyring(serial.unwrap_or(0))),
+        Ok(serial) => tell_init(Message::SessionKeyring(serial.unwrap_or(0))),
         Err(errno) => report(Stage::SessionKeyring, errno),
     }
     // Before the marker exec, so the self-test runs under the program's own filters.

@@ -165,11 +165,7 @@ async fn a_program_in_a_home_lab_sees_no_sign_of_the_audit() {
         .build()
         .unwrap();
     let (out, err, _stopped) = run_to_end(sandbox.spawn().unwrap()).await;
-    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
-    let host = match host.to_lowercase().contains("vac") {
-        true => "workstation".to_owned(),
-        false => host,
-    };
+    let host = expected_hostname();
     assert!(out.contains(&format!("host={host}\n")), "{out} {err}");
     assert!(out.contains("home=/root user=root logname=root\n"), "{out}");
     assert!(

@@ -276,12 +276,7 @@ async fn the_network_namespace_has_only_loopback_and_its_own_hostname() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "lo", "interfaces: {out} {err}");
     // A UTS namespace of its own, named as the host is unless that name says vac.
-    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
-    let expected = match host.to_lowercase().contains("vac") {
-        true => "workstation",
-        false => host.as_str(),
-    };
-    assert_eq!(lines[1], expected);
+    assert_eq!(lines[1], expected_hostname());
     assert_ne!(lines[2], "down", "lo must be up");
     assert_eq!(
         lines[3].trim(),

@@ -614,10 +614,7 @@ fn summary(output: &RunOutput) -> Value {
 
 /// The home the lab stands in for: that of the uid the server runs as.
 fn lab_home(options: &ProbeOptions) -> PathBuf {
-    match options.user {
-        RunAs::User { uid, .. } => vac_sandbox::home_of(uid),
-        RunAs::RootWithoutCapabilities => vac_sandbox::home_of(0),
-    }
+    vac_sandbox::home_of(options.user.ids().0)
 }
 
 /// The probe's unique token part; without the system's generator there is no probe, since

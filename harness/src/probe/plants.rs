@@ -1,6 +1,7 @@
 //! What the probe plants in the lab (SPEC §3.2): a note for read tools, a small git
 //! repository for repository tools, a kit of real small files (spreadsheet, document, PDF,
-//! CSV, image, database, JSON, text) in a directory tree for tools that want one kind, canary secrets with tokens unique to this probe, and a
+//! CSV, image, database, JSON, text) in a directory tree for tools that want one kind,
+//! canary secrets in the formats of real ones with values unique to this probe, and a
 //! scope-escape symlink inside the notes directory.
 
 use std::path::{Path, PathBuf};

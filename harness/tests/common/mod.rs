@@ -51,42 +51,40 @@ pub struct LabPlaces {
 }
 
 pub fn lab_places(probe: &Probe) -> LabPlaces {
-    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
-    for line in text.lines() {
-        let record: Value = serde_json::from_str(line).expect("a receipt record");
-        let lab = &record["body"]["plan"]["lab"];
-        if lab.is_object() {
-            let place = |name: &str| lab[name].as_str().unwrap().to_owned();
-            return LabPlaces {
-                home: place("home"),
-                work: place("work"),
-                tmp: place("tmp"),
-            };
-        }
+    let lab = recorded_lab(probe);
+    let place = |name: &str| lab[name].as_str().unwrap().to_owned();
+    LabPlaces {
+        home: place("home"),
+        work: place("work"),
+        tmp: place("tmp"),
     }
-    panic!("no plan with a lab in {:?}", probe.receipts)
+}
+
+/// The lab of the probe's plan, as its receipts record it.
+fn recorded_lab(probe: &Probe) -> Value {
+    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a receipt record"))
+        .map(|record| record["body"]["plan"]["lab"].clone())
+        .find(Value::is_object)
+        .unwrap_or_else(|| panic!("no plan with a lab in {:?}", probe.receipts))
 }
 
 /// The canary tokens the probe planted, by name (`ssh_key`, `aws_credentials`, `dotenv`,
 /// `env_var`), as its plan in the receipts records them.
 pub fn planted_tokens(probe: &Probe) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
-    let mut tokens = Vec::new();
-    for line in text.lines() {
-        let record: Value = serde_json::from_str(line).expect("a receipt record");
-        let canaries = record["body"]["plan"]["lab"]["canaries"]
-            .as_array()
-            .cloned();
-        for canary in canaries.into_iter().flatten() {
-            let pair = (
+    let lab = recorded_lab(probe);
+    let tokens: Vec<(String, String)> = lab["canaries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|canary| {
+            (
                 canary["name"].as_str().unwrap().to_owned(),
                 canary["token"].as_str().unwrap().to_owned(),
-            );
-            if !tokens.contains(&pair) {
-                tokens.push(pair);
-            }
-        }
-    }
+            )
+        })
+        .collect();
     assert!(
         !tokens.is_empty(),
         "no planted canaries in {:?}",

@@ -77,3 +77,12 @@ pub fn render(report: &WitnessReport) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The hostname a run gets: the host's, unless that name says vac (then `workstation`).
+pub fn expected_hostname() -> String {
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    match host.to_lowercase().contains("vac") {
+        true => "workstation".to_owned(),
+        false => host,
+    }
+}
