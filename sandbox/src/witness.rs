@@ -6,7 +6,7 @@
 //! was built from, in the same order.
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -242,7 +242,9 @@ impl OverlayWitness {
     /// limits the walk; an entry it cannot read is counted in `incomplete`, not fatal.
     pub fn collect(&self) -> Result<WitnessReport, WitnessError> {
         let mut walk = Walk {
+            lower_roots: &self.lowers,
             changes: Vec::new(),
+            deleted_files: Vec::new(),
             visited: 0,
             incomplete: None,
         };
@@ -261,7 +263,7 @@ impl OverlayWitness {
             Err(e) => return Err(io_at(&self.upper)(e)),
         }
         let (mut changes, visited, incomplete) = (walk.changes, walk.visited, walk.incomplete);
-        self.pair_renames(&mut changes);
+        pair_renames(&mut changes, &walk.deleted_files);
         let self_test = self.check_marker(&mut changes);
         changes.sort_by(|a, b| a.path().cmp(b.path()));
         Ok(WitnessReport {
@@ -301,97 +303,57 @@ impl OverlayWitness {
             },
         }
     }
+}
 
-    /// A rename of a lower file shows as a whiteout plus a new copy: pair them by content.
-    /// A file it cannot read back (a path too long to name) stays a deletion and a creation.
-    fn pair_renames(&self, changes: &mut Vec<FsChange>) {
-        let mut created: HashMap<FileDigest, usize> = HashMap::new();
-        for (index, change) in changes.iter().enumerate() {
-            if let FsChange::Created {
-                kind: NodeKind::File,
-                digest: Some(d),
-                ..
-            } = change
-            {
-                created.entry(d.clone()).or_insert(index);
-            }
-        }
-        let sizes: Vec<u64> = created.keys().map(|d| d.size).collect();
-        let mut renames = Vec::new();
-        for (index, change) in changes.iter().enumerate() {
-            let FsChange::Deleted {
-                path,
-                was: NodeKind::File,
-            } = change
-            else {
-                continue;
-            };
-            let Some(lower) = self.lower_of(&relative(path)) else {
-                continue;
-            };
-            let size = fs::symlink_metadata(&lower)
-                .map(|m| m.len())
-                .unwrap_or(u64::MAX);
-            // Hash a deleted file only when some created file could be its copy.
-            if !sizes.contains(&size) {
-                continue;
-            }
-            let Ok(digest) = digest(&lower) else {
-                continue;
-            };
-            if let Some(target) = created.remove(&digest) {
-                renames.push((index, target, digest));
-            }
-        }
-        let mut remove = Vec::new();
-        for (deleted, created, digest) in renames {
-            let from = changes[deleted].path().to_path_buf();
-            let to = changes[created].path().to_path_buf();
-            changes[created] = FsChange::Renamed { from, to, digest };
-            remove.push(deleted);
-        }
-        remove.sort_unstable();
-        for index in remove.into_iter().rev() {
-            changes.remove(index);
+/// A rename of a lower file shows as a whiteout plus a new copy: pair them by content.
+/// `deleted` are the walk's deleted files (change index, lower size, lower host path); a
+/// lower copy it cannot read back stays a deletion and a creation.
+fn pair_renames(changes: &mut Vec<FsChange>, deleted: &[(usize, u64, PathBuf)]) {
+    let mut created: HashMap<FileDigest, usize> = HashMap::new();
+    for (index, change) in changes.iter().enumerate() {
+        if let FsChange::Created {
+            kind: NodeKind::File,
+            digest: Some(d),
+            ..
+        } = change
+        {
+            created.entry(d.clone()).or_insert(index);
         }
     }
-
-    /// Where the overlay found `rel` before the run: the topmost lower layer that has it,
-    /// unless a layer above hid it, by a whiteout at it or at one of its directories or by
-    /// an opaque directory above it (the sandbox's mask over the host's private paths).
-    fn lower_of(&self, rel: &Path) -> Option<PathBuf> {
-        let whiteout = |meta: &fs::Metadata| meta.file_type().is_char_device() && meta.rdev() == 0;
-        for (i, layer) in self.lowers.iter().enumerate() {
-            let path = layer.join(rel);
-            if let Ok(meta) = fs::symlink_metadata(&path) {
-                return (!whiteout(&meta)).then_some(path);
-            }
-            if i + 1 == self.lowers.len() {
-                break;
-            }
-            // Shortest directory first; the first one the layer lacks ends the search.
-            let mut dirs: Vec<&Path> = rel.ancestors().skip(1).collect();
-            dirs.pop(); // ""
-            for dir in dirs.into_iter().rev() {
-                let at = layer.join(dir);
-                match fs::symlink_metadata(&at) {
-                    Ok(meta) if whiteout(&meta) => return None,
-                    Ok(meta) if meta.is_dir() => {
-                        let opaque = sys::lgetxattr(&c_path(&at), c"trusted.overlay.opaque");
-                        if opaque.is_ok_and(|v| v.as_deref() == Some(b"y")) {
-                            return None;
-                        }
-                    }
-                    _ => break,
-                }
-            }
+    let sizes: std::collections::HashSet<u64> = created.keys().map(|d| d.size).collect();
+    let mut renames = Vec::new();
+    for (index, size, lower) in deleted {
+        // Hash a deleted file only when some created file could be its copy.
+        if !sizes.contains(size) {
+            continue;
         }
-        None
+        let Ok(digest) = digest(lower) else {
+            continue;
+        };
+        if let Some(target) = created.remove(&digest) {
+            renames.push((*index, target, digest));
+        }
+    }
+    let mut remove = Vec::new();
+    for (deleted, created, digest) in renames {
+        let from = changes[deleted].path().to_path_buf();
+        let to = changes[created].path().to_path_buf();
+        changes[created] = FsChange::Renamed { from, to, digest };
+        remove.push(deleted);
+    }
+    remove.sort_unstable();
+    for index in remove.into_iter().rev() {
+        changes.remove(index);
     }
 }
 
-struct Walk {
+struct Walk<'w> {
+    /// The lower layers' roots, in overlay order.
+    lower_roots: &'w [PathBuf],
     changes: Vec<FsChange>,
+    /// Each deleted file's change index, with its lower copy's size and host path: what
+    /// pairing renames needs, found by the walk's own lower lookup.
+    deleted_files: Vec<(usize, u64, PathBuf)>,
     visited: u64,
     incomplete: Option<Incomplete>,
 }
@@ -406,7 +368,7 @@ fn errno_of(e: &io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-impl Walk {
+impl Walk<'_> {
     fn missed(&mut self, path: &Path, why: String) {
         match &mut self.incomplete {
             Some(incomplete) => incomplete.entries += 1,
@@ -464,16 +426,12 @@ impl Walk {
         let lower = lower_entry(lowers, name);
         let lower_kind = lower.as_ref().map(|(_, meta)| kind_of(meta));
         if is_whiteout(parent, name, &meta)? {
-            let was = lower_kind.unwrap_or(NodeKind::Other);
-            self.changes.push(FsChange::Deleted { path, was });
+            self.deleted(path, lower.as_ref());
             return Ok(());
         }
         let kind = kind_of(&meta);
         if lower_kind.is_some_and(|k| k != kind) {
-            self.changes.push(FsChange::Deleted {
-                path: path.clone(),
-                was: lower_kind.unwrap_or(NodeKind::Other),
-            });
+            self.deleted(path.clone(), lower.as_ref());
         }
         let same_kind_lower = lower.filter(|(_, m)| kind_of(m) == kind);
         match kind {
@@ -535,6 +493,17 @@ impl Walk {
             NodeKind::Other => self.changes.push(created(path, kind, None, &meta)),
         }
         Ok(())
+    }
+
+    /// `path` no longer holds what its lower layer had (`lower`: that layer and metadata).
+    fn deleted(&mut self, path: PathBuf, lower: Option<&(usize, fs::Metadata)>) {
+        let was = lower.map_or(NodeKind::Other, |(_, meta)| kind_of(meta));
+        if let Some((layer, meta)) = lower.filter(|_| was == NodeKind::File) {
+            let host = self.lower_roots[*layer].join(relative(&path));
+            self.deleted_files
+                .push((self.changes.len(), meta.len(), host));
+        }
+        self.changes.push(FsChange::Deleted { path, was });
     }
 
     fn attributes(&mut self, path: &Path, old: &fs::Metadata, new: &fs::Metadata) {
@@ -777,11 +746,6 @@ fn layer_state(root: &File, path: &Path) -> LayerState {
 
 fn relative(view: &Path) -> PathBuf {
     view.strip_prefix("/").unwrap_or(view).to_path_buf()
-}
-
-fn c_path(path: &Path) -> CString {
-    // Paths from read_dir never hold an interior NUL.
-    CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
 }
 
 fn io_at(path: &Path) -> impl Fn(io::Error) -> WitnessError + '_ {

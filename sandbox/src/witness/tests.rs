@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
+fn c_path(path: &Path) -> std::ffi::CString {
+    std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap()
+}
+
 /// An upper layer and one lower layer side by side in a temp dir.
 struct Layers {
     tmp: tempfile::TempDir,
