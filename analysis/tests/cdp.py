@@ -25,8 +25,9 @@ Prints one JSON object on stdout:
 including the page itself; "exceptions" holds the texts of
 Runtime.exceptionThrown events and of console / log errors.
 
-Exit status 0 on success; 1 on any failure (message on stderr).  The whole
-run is bounded by a 30 s deadline.  The browser (its whole process group) is
+Exit status 0 on success; 1 on any failure (message on stderr).  Each
+attempt is bounded by a 30 s deadline; a browser that dies by a signal is
+started again, at most three times in all.  The browser (its whole process group) is
 always killed and the temporary profile directory removed.
 
 Environment: CHROMIUM overrides the browser executable (default: `chromium`
@@ -47,6 +48,7 @@ import time
 from pathlib import Path
 
 TIMEOUT_S = 30.0
+CRASH_ATTEMPTS = 3
 
 
 class CdpError(Exception):
@@ -327,6 +329,30 @@ def run(page, steps_path, shot_path):
     if not exe:
         raise CdpError("chromium not found on PATH (set CHROMIUM=...)")
 
+    # Chromium itself occasionally dies by a signal on a loaded machine (a
+    # SIGSEGV before the first DevTools reply was seen once in CI).  That is the
+    # browser's failure, not the page's: such a run is tried again, in a fresh
+    # profile, and says so on stderr.  Any other failure is final.
+    for attempt in range(1, CRASH_ATTEMPTS + 1):
+        try:
+            return _attempt(exe, deadline, page_path, steps, shot_path)
+        except BrowserCrashed as e:
+            if attempt == CRASH_ATTEMPTS:
+                raise CdpError(str(e))
+            sys.stderr.write("cdp.py: attempt %d: %s; trying again\n"
+                             % (attempt, e.summary))
+            deadline = time.monotonic() + TIMEOUT_S
+
+
+class BrowserCrashed(CdpError):
+    """Chromium died by a signal; `summary` names the signal."""
+
+    def __init__(self, message, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+def _attempt(exe, deadline, page_path, steps, shot_path):
     requests, exceptions = [], []
     b = Browser(exe, deadline)
     ok = False
@@ -338,10 +364,14 @@ def run(page, steps_path, shot_path):
             return out
         except CdpError as e:
             tail = b.stderr_tail()
+            message = str(e)
             if tail.strip():
-                raise CdpError("%s\n--- chromium stderr (tail) ---\n%s"
-                               % (e, tail))
-            raise
+                message = "%s\n--- chromium stderr (tail) ---\n%s" % (e, tail)
+            code = b.proc.poll() if b.proc is not None else None
+            if code is not None and code < 0:
+                raise BrowserCrashed(message, "chromium died by signal %d"
+                                     % -code)
+            raise CdpError(message)
     finally:
         b.close(polite=ok)
 
