@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -59,6 +60,7 @@ pub struct LabEvents {
     receiver: mpsc::Receiver<FsEvent>,
     health: Arc<Health>,
     close: Arc<Notify>,
+    queue: Arc<OwnedFd>,
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +121,8 @@ impl LabEvents {
                 lab.display()
             )));
         }
+        // A second descriptor of the same queue: it tells whether events wait unread.
+        let queue = Arc::new(inotify.as_fd().try_clone_to_owned()?);
         let stream = inotify.into_event_stream(vec![0u8; 64 * 1024])?;
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let close = Arc::new(Notify::new());
@@ -134,6 +138,7 @@ impl LabEvents {
             receiver,
             health,
             close,
+            queue,
         })
     }
 
@@ -161,6 +166,11 @@ impl LabEvents {
     /// being seen and being opened. Their events are missing.
     pub fn unwatched(&self) -> u64 {
         self.health.unwatched.load(Ordering::Relaxed)
+    }
+
+    /// The kernel's queue of this watch, for asking whether events wait unread.
+    pub(crate) fn queue(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.queue)
     }
 
     /// A handle the sandbox uses to end the stream at teardown.

@@ -415,6 +415,7 @@ impl Sandbox {
         let events = LabEvents::start(host_root, view.root(), &visibility.exposed, started)
             .map_err(SandboxError::Events)?;
         guard.events_close = Some(events.closer());
+        let lab_queue = events.queue();
 
         // The sinkhole must be up before the init's self-test and the program's first packet.
         let network = match &plan.net_probe {
@@ -496,6 +497,7 @@ impl Sandbox {
                     .map_err(host("adopt the stderr pipe"))?,
             ),
             events: Some(events),
+            lab_queue,
             termination,
             wall_clock_hit,
             marker,
@@ -561,6 +563,7 @@ pub struct Running {
     stdout: Option<pipe::Receiver>,
     stderr: Option<pipe::Receiver>,
     events: Option<LabEvents>,
+    lab_queue: Arc<OwnedFd>,
     termination: watch::Receiver<Option<Termination>>,
     wall_clock_hit: Arc<AtomicBool>,
     marker: Marker,
@@ -659,6 +662,38 @@ impl Running {
             .as_ref()
             .and_then(|c| c.pids().ok())
             .map_or(0, |p| p.len())
+    }
+
+    /// CPU time the run's processes have used so far: the sum of their threads' time on a
+    /// CPU (`/proc/PID/task/TID/schedstat`, in nanoseconds). It stands still exactly when no
+    /// task of the run ran; a task that exits takes its share with it, so compare readings
+    /// for change, not for growth.
+    pub fn cpu_time(&self) -> Duration {
+        let pids = self
+            .guard
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.pids().ok())
+            .unwrap_or_default();
+        let mut total = 0u64;
+        for pid in pids {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+            for task in tasks.into_iter().flatten().flatten() {
+                let stat = std::fs::read_to_string(task.path().join("schedstat"));
+                let on_cpu = stat
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse().ok());
+                total = total.wrapping_add(on_cpu.unwrap_or(0));
+            }
+        }
+        Duration::from_nanos(total)
+    }
+
+    /// Whether an effect of the run is still waiting for its sensor: lab events unread in
+    /// the kernel's queue, or a packet the sinkhole has not logged yet.
+    pub fn sensors_pending(&self) -> bool {
+        let lab = crate::sys::queued_bytes(self.lab_queue.as_fd()).unwrap_or(1) > 0;
+        lab || self.network().is_some_and(Sinkhole::pending)
     }
 
     /// Waits until the program ends or the wall-clock limit kills the run.

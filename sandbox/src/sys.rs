@@ -365,6 +365,15 @@ pub(crate) fn seccomp_notif_continue(listener: BorrowedFd<'_>, id: u64) -> Resul
     Errno::result(rc).map(drop)
 }
 
+/// Bytes waiting to be read on a socket or inotify descriptor (FIONREAD); for a packet
+/// socket, the size of the next queued packet, 0 when nothing is queued.
+pub(crate) fn queued_bytes(fd: BorrowedFd<'_>) -> Result<usize, Errno> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int into `queued`, valid for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &raw mut queued) };
+    Errno::result(rc).map(|_| usize::try_from(queued).unwrap_or(0))
+}
+
 /// Takes ownership of a descriptor that arrived in an SCM_RIGHTS message.
 pub(crate) fn adopt_received_fd(fd: RawFd) -> OwnedFd {
     // SAFETY: the kernel installed this descriptor in our table while delivering the message;

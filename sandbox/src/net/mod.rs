@@ -29,7 +29,7 @@ mod setup;
 mod tcp;
 
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -189,6 +189,15 @@ impl Sinkhole {
     /// sandbox's own self-test traffic.
     pub(crate) fn mark_program_start(&self) {
         self.log.mark_program_start();
+    }
+
+    /// Whether a packet the program sent is still waiting for the sensor (in the capture's
+    /// queue or a resolver's): what the log holds now is not yet all that was sent.
+    pub fn pending(&self) -> bool {
+        let queued =
+            |fd: std::os::fd::BorrowedFd<'_>| crate::sys::queued_bytes(fd).unwrap_or(1) > 0;
+        queued(self.capture.get_ref().as_fd())
+            || self.resolvers.iter().any(|socket| queued(socket.as_fd()))
     }
 
     /// What was logged so far.
