@@ -2,7 +2,8 @@
 //! server name, then close.
 //!
 //! A connection is read until the cap, the end of an HTTP request head, a whole TLS record,
-//! the peer's close, or a short idle timeout, whichever comes first. An HTTP request gets a
+//! the peer's close, or a short idle timeout (shorter once the first bytes are in),
+//! whichever comes first. An HTTP request gets a
 //! small, ordinary HTML page (a `200`), so that a fetch tool's call does its job and its
 //! egress is recorded with the bytes it sent; a DNS-over-TCP query on port 53 gets answered.
 
@@ -63,6 +64,9 @@ pub(crate) async fn serve(
     }
 }
 
+/// How long a connection that has sent its first bytes is read for more.
+const MORE_BYTES: Duration = Duration::from_millis(200);
+
 async fn handle(
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -75,7 +79,14 @@ async fn handle(
     let mut bytes = Vec::with_capacity(cap.min(4096));
     let mut chunk = [0u8; 2048];
     loop {
-        let read = tokio::time::timeout(idle, stream.read(&mut chunk)).await;
+        // A client that has sent something and goes silent is waiting for an answer the
+        // sinkhole will not give: a short wait for more, the full one for the first bytes.
+        let wait = if bytes.is_empty() {
+            idle
+        } else {
+            idle.min(MORE_BYTES)
+        };
+        let read = tokio::time::timeout(wait, stream.read(&mut chunk)).await;
         let Ok(Ok(n @ 1..)) = read else { break };
         bytes.extend_from_slice(&chunk[..n.min(cap - bytes.len())]);
         if bytes.len() >= cap || complete(&bytes, port) {
