@@ -31,14 +31,20 @@ pub(crate) enum Role {
     Subject,
 }
 
-/// How long to wait for a server to go quiet after its last answer.
+/// When a server has gone quiet after its last answer (SPEC §3.4): the sandbox says so,
+/// not a fixed sleep.
 #[derive(Debug, Clone, Copy)]
 pub struct Quiet {
-    /// No new filesystem event and no extra process for this long means quiet.
+    /// The run is quiet once, for this long, no task of it ran (its CPU time stood still),
+    /// no process beyond those after the handshake was alive, no lab event arrived and no
+    /// effect waited unread in a sensor's queue.
     pub settle: Duration,
     /// Never wait longer than this.
     pub max: Duration,
 }
+
+/// How often the sandbox is asked whether the run is quiet.
+const QUIET_POLL: Duration = Duration::from_millis(10);
 
 /// A sensor's self-test result in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +289,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
             path,
         } => (sandbox, Some((*port, path.as_str()))),
     };
-    let mut running = sandbox.spawn()?;
+    let mut running = blocking(|| sandbox.spawn())?;
     let started = running.started();
     let log = FrameLog::new(started);
     let last_event = Arc::new(AtomicU64::new(0));
@@ -331,9 +337,10 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
         };
         converse(Some(&running), wire, &log, plan, watch, &mut output).await;
     }
-    let stopped = running.stop()?;
+    // Teardown and the witness's walk block: other runs' tasks move to another thread.
+    let stopped = blocking(|| running.stop())?;
     output.termination = stopped.termination().map(|t| format!("{t:?}"));
-    match stopped.witness().collect() {
+    match blocking(|| stopped.witness().collect()) {
         Ok(report) => {
             // A partial walk still shows what it saw; it backs no absence.
             output.sensors.fs_writes = match (&report.self_test, &report.incomplete) {
@@ -345,7 +352,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
                 (SelfTest::Blind { reason, .. }, None) => Reading::Blind(reason.clone()),
                 (SelfTest::NotRun, None) => Reading::Blind("no marker was written".into()),
             };
-            output.changes = effects::observe(&stopped, report.changes);
+            output.changes = blocking(|| effects::observe(&stopped, report.changes));
         }
         Err(error) => {
             output.sensors.fs_writes = Reading::Blind(format!("the witness failed: {error}"))
@@ -393,6 +400,16 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
     Ok(output)
+}
+
+/// Runs blocking work (the sandbox's setup and teardown, the witness's walk) so that the
+/// other runs' tasks go on meanwhile: on a multi-threaded runtime the worker hands its
+/// other tasks to another thread first.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 /// The process sensor's log as events, and its self-test.
@@ -651,22 +668,31 @@ fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
     }
 }
 
-/// Waits until no process beyond the post-handshake ones is alive and the lab has been
-/// still for `settle`, or `max` has passed: delayed effects land inside the run.
-/// Without a sandbox (a remote target) there is nothing to watch: one settle period.
+/// Waits until the run is quiet ([`Quiet`]) or `max` has passed: delayed effects land
+/// inside the run, in the window of the call that caused them. Without a sandbox (a remote
+/// target) there is nothing to watch: one settle period.
 async fn settle(running: Option<&Running>, baseline: usize, last_event: &AtomicU64, quiet: Quiet) {
     let Some(running) = running else {
         tokio::time::sleep(quiet.settle).await;
         return;
     };
-    let deadline = Instant::now() + quiet.max;
+    let begun = Instant::now();
+    let (mut still_since, mut cpu) = (begun, running.cpu_time());
     loop {
-        tokio::time::sleep(quiet.settle).await;
+        tokio::time::sleep(QUIET_POLL).await;
+        let now = Instant::now();
+        let cpu_now = running.cpu_time();
+        let busy =
+            cpu_now != cpu || running.process_count() > baseline || running.sensors_pending();
+        cpu = cpu_now;
+        if busy {
+            still_since = now;
+        }
         let since_start = running.started().elapsed().as_millis() as u64;
-        let still_for =
+        let lab_still =
             Duration::from_millis(since_start.saturating_sub(last_event.load(Ordering::Relaxed)));
-        let extra_processes = running.process_count() > baseline;
-        if (!extra_processes && still_for >= quiet.settle) || Instant::now() >= deadline {
+        let still = now.duration_since(still_since).min(lab_still);
+        if still >= quiet.settle || now.duration_since(begun) >= quiet.max {
             return;
         }
     }
