@@ -82,6 +82,10 @@ struct ProbeArgs {
     /// Tools given a subject run at most; the rest are `skipped: budget`.
     #[arg(long, default_value_t = 128)]
     max_tools: usize,
+    /// Subject runs at once, each an independent sandbox with its own limits (default: the
+    /// cores vac may use, at most 8); the receipts keep plan order.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    jobs: Option<u64>,
     /// A contract document (TOML) to grade against instead of the annotations alone.
     #[arg(long)]
     contract: Option<PathBuf>,
@@ -413,6 +417,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
     options.max_tools = args.max_tools;
+    if let Some(jobs) = args.jobs {
+        options.jobs = jobs as usize;
+    }
     options.inputs = Inputs {
         env: args.env,
         plants: args.plant,

@@ -587,6 +587,9 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);
     options.max_calls_per_tool = budgets.calls_per_tool;
     options.max_tools = budgets.tools_per_server;
+    // The campaign's probes share the machine: its `jobs` probes at once, each with its
+    // share of the cores for its own runs.
+    options.jobs = (crate::probe::default_jobs() / campaign.jobs.max(1)).max(1);
     options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
     options.inputs = target.inputs.clone();

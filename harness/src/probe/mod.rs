@@ -24,6 +24,7 @@ mod witness;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use vac_contracts::{
     Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
@@ -55,6 +56,9 @@ pub struct ProbeOptions {
     pub quiet: Quiet,
     pub client: ClientOptions,
     pub max_calls_per_tool: usize,
+    /// Subject runs executed at once (each an independent sandbox); receipts keep plan
+    /// order whatever the order they finish in.
+    pub jobs: usize,
     /// Subject runs per server at most; the tools beyond are `skipped: budget`.
     pub max_tools: usize,
     /// Calls per server at most, over all its subject runs; a tool whose calls would pass
@@ -115,7 +119,7 @@ impl ProbeOptions {
             target,
             out_dir,
             quiet: Quiet {
-                settle: Duration::from_millis(300),
+                settle: Duration::from_millis(100),
                 max: Duration::from_secs(5),
             },
             client: ClientOptions {
@@ -123,6 +127,7 @@ impl ProbeOptions {
                 ..ClientOptions::default()
             },
             max_calls_per_tool: 6,
+            jobs: default_jobs(),
             max_tools: 128,
             max_calls: 10_000,
             seed: 0,
@@ -221,7 +226,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let planted_files = inputs::read_plants(&options.inputs.plants)?;
     let target = options.target.describe();
     let nonce = nonce()?;
-    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "max_tools": options.max_tools, "max_calls": options.max_calls,
+    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
         "client": options.client, "limits": options.limits, "inputs": options.inputs});
@@ -281,19 +286,34 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     );
     recorder.plan(&plan).map_err(receipts)?;
 
-    for planned in plan.runs.iter().filter(|r| r.role == Role::Subject) {
-        let subject = run::execute(
-            &server,
-            RunPlan {
+    // The subject runs are independent sandboxes: up to `jobs` at once, each a task of its
+    // own (one run's blocking teardown does not stall another's conversation), recorded
+    // in plan order as they come back.
+    let server = std::sync::Arc::new(server);
+    let subjects = plan.runs.iter().filter(|r| r.role == Role::Subject);
+    let mut finished = futures_util::stream::iter(subjects.map(|planned| {
+        let server = std::sync::Arc::clone(&server);
+        let (tool, calls) = (planned.tool.clone(), planned.calls.clone());
+        let (first_index, quiet, client) =
+            (planned.first_index, options.quiet, options.client.clone());
+        let job = async move {
+            let plan = RunPlan {
                 role: Role::Subject,
-                tool: planned.tool.as_deref(),
-                calls: &planned.calls,
-                first_index: planned.first_index,
-                quiet: options.quiet,
-                options: &options.client,
-            },
-        )
-        .await?;
+                tool: tool.as_deref(),
+                calls: &calls,
+                first_index,
+                quiet,
+                options: &client,
+            };
+            run::execute(&server, plan).await
+        };
+        async move { AbortOnDrop(tokio::spawn(job)).join().await }
+    }))
+    .buffered(options.jobs.max(1));
+    let mut planned_subjects = plan.runs.iter().filter(|r| r.role == Role::Subject);
+    while let Some(subject) = finished.next().await {
+        let subject = subject?;
+        let planned = planned_subjects.next().expect("one output per planned run");
         recorder
             .run(
                 &subject,
@@ -302,6 +322,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             )
             .map_err(receipts)?;
     }
+    drop(finished);
     // One grading path: the verdicts come from the receipts as written, never from memory.
     // The records read for grading are dropped before the report reads them again.
     {
@@ -319,6 +340,33 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 
 /// How runs are isolated (SPEC §3.4): each restricted tool in a sandbox of its own.
 const ISOLATION: &str = "per-tool";
+
+/// Runs at once unless told otherwise: one per core the process may use, at least one and
+/// at most eight (each run has its own memory and pids limits, so the host's share is
+/// `jobs` times a run's).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
+}
+
+/// A run's task, aborted when the probe stops waiting for it (a wall-time budget ran out,
+/// another run failed): its sandbox is then torn down as the task's future is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    async fn join(mut self) -> T {
+        match (&mut self.0).await {
+            Ok(value) => value,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => panic!("a run's task was cancelled while awaited: {error}"),
+        }
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// The plan: a subject run per tool whose contract restricts something, with its calls
 /// (the protocol witness's reads added for tools whose writes are restricted); every
