@@ -1,0 +1,290 @@
+//! Wall and CPU time of whole probes (issue "Fast probes"): the dishonest twin, `vac demo`,
+//! and a probe of each pinned third-party server of the published campaign
+//! (`results/thirdparty/campaign.toml`), each with its subject runs one at a time
+//! (`--jobs 1`) and at the default concurrency; then each stdio server's start to its
+//! answer to `initialize`, sandboxed (from the control run's receipts) against bare (the
+//! same command in a network namespace of its own, `unshare -n`; the fixtures are not
+//! started bare, since the dishonest twin never runs on the host).
+//!
+//! `cargo bench -p vac-harness --bench probes` (root; the third-party servers installed by
+//! `.ci/install-thirdparty.sh`, else they are listed as not installed). `VAC_BENCH_REPS`
+//! sets the repetitions (default 5): the figures are medians. CPU is that of vac and every
+//! process it waited for (the sandboxes included), from `getrusage(RUSAGE_CHILDREN)`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{UsageWho, getrusage};
+
+const VAC: &str = env!("CARGO_BIN_EXE_vac");
+const CAMPAIGN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../results/thirdparty/campaign.toml"
+);
+
+struct Target {
+    id: String,
+    command: Vec<String>,
+    http: Option<String>,
+}
+
+fn main() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIPPED probes: needs root");
+        return;
+    }
+    let reps: usize = std::env::var("VAC_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let jobs = default_jobs();
+    println!("{reps} repetitions, medians; default jobs on this machine: {jobs}");
+    println!(
+        "{:<22} {:>12} {:>10} {:>14} {:>10}  adaptive",
+        "probe",
+        "jobs=1 wall",
+        "cpu",
+        format!("jobs={jobs} wall"),
+        "cpu"
+    );
+    let mut starts = Vec::new();
+    for target in targets() {
+        if let Some(missing) = target
+            .command
+            .iter()
+            .find(|a| a.starts_with('/') && !Path::new(a).exists())
+        {
+            println!("{:<22} not installed ({missing})", target.id);
+            continue;
+        }
+        let serial = measure(reps, || probe(&target, 1, scratch.path()));
+        let parallel = measure(reps, || probe(&target, jobs, scratch.path()));
+        row(&target.id, serial, parallel);
+        if target.http.is_none() && !target.command[0].ends_with("/vac") {
+            starts.push(target);
+        }
+    }
+    let demo = || {
+        let out = scratch.path().join(format!("demo-{}", nonce()));
+        let status = Command::new(VAC)
+            .args(["demo", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("vac demo runs");
+        assert!(status.success(), "vac demo failed: {status}");
+        let _ = std::fs::remove_dir_all(&out);
+    };
+    let demo = measure(reps, demo);
+    println!(
+        "{:<22} {:>12} {:>10} {:>14} {:>10}  not built",
+        "vac demo",
+        "-",
+        "-",
+        secs(demo.0),
+        secs(demo.1)
+    );
+    println!();
+    println!(
+        "{:<22} {:>10} {:>10} {:>8}",
+        "start to initialize", "bare", "sandboxed", "ratio"
+    );
+    for target in starts {
+        let bare = median((0..reps).map(|_| bare_start(&target)).collect());
+        let sandboxed = median(
+            (0..reps)
+                .map(|_| sandboxed_start(&target, scratch.path()))
+                .collect(),
+        );
+        println!(
+            "{:<22} {:>10} {:>10} {:>7.2}×",
+            target.id,
+            millis(bare),
+            millis(sandboxed),
+            sandboxed.as_secs_f64() / bare.as_secs_f64()
+        );
+    }
+}
+
+/// The published campaign's targets, `vac` standing for this build of it.
+fn targets() -> Vec<Target> {
+    let text = std::fs::read_to_string(CAMPAIGN).expect("the published campaign file");
+    let table: toml::Table = text.parse().expect("the campaign file is TOML");
+    let list = table["target"].as_array().expect("targets");
+    list.iter()
+        .map(|t| {
+            let command = t["command"]
+                .as_array()
+                .expect("a command")
+                .iter()
+                .map(|a| a.as_str().expect("strings"))
+                .map(|a| {
+                    if a == "vac" {
+                        VAC.to_string()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect();
+            Target {
+                id: t["id"].as_str().expect("an id").to_string(),
+                command,
+                http: t.get("http").and_then(|h| h.as_str()).map(str::to_string),
+            }
+        })
+        .collect()
+}
+
+/// One probe; the receipt directory is returned for the caller to read or remove.
+fn probe(target: &Target, jobs: usize, scratch: &Path) -> PathBuf {
+    let out = scratch.join(format!("{}-{}", target.id, nonce()));
+    let mut command = Command::new(VAC);
+    command.arg("probe").arg("--out").arg(&out);
+    command.args(["--jobs", &jobs.to_string()]);
+    if let Some(http) = &target.http {
+        command.args(["--http", http]);
+    }
+    command.arg("--").args(&target.command);
+    let output = command.output().expect("vac probe runs");
+    // 0 clean, 1 a violation (the dishonest twin): both are finished probes.
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "vac probe of {} (--jobs {jobs}) failed: {}\n{}",
+        target.id,
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+/// Median wall and CPU (vac and its waited-for children) of `reps` runs of `work`.
+fn measure<T>(reps: usize, mut work: impl FnMut() -> T) -> (Duration, Duration) {
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let before = children_cpu();
+        let start = Instant::now();
+        let produced = work();
+        walls.push(start.elapsed());
+        cpus.push(children_cpu().saturating_sub(before));
+        drop(produced);
+    }
+    (median(walls), median(cpus))
+}
+
+fn children_cpu() -> Duration {
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
+    let tv =
+        |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(usage.user_time()) + tv(usage.system_time())
+}
+
+/// The server's start to its answer to `initialize`, on the host in a network namespace of
+/// its own: spawned, the request written, the first line read.
+fn bare_start(target: &Target) -> Duration {
+    let work = tempfile::tempdir().expect("a work directory");
+    let args: Vec<String> = target
+        .command
+        .iter()
+        .map(|a| a.replace("{work}", &work.path().to_string_lossy()))
+        .collect();
+    if args.iter().any(|a| a.ends_with("/repo")) {
+        git_repository(&work.path().join("repo"));
+    }
+    let start = Instant::now();
+    let mut child = Command::new("unshare")
+        .arg("-n")
+        .args(&args)
+        .current_dir(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("unshare -n runs the server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(INITIALIZE.as_bytes())
+        .expect("initialize written");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("an answer");
+    let elapsed = start.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("\"result\""), "{}: {line}", target.id);
+    elapsed
+}
+
+const INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"0\"}}}\n";
+
+fn git_repository(path: &Path) {
+    std::fs::create_dir_all(path).expect("repo directory");
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(path)
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@example.org")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@example.org")
+            .status()
+            .expect("git runs");
+    };
+    git(&["init", "--quiet"]);
+    git(&["commit", "--quiet", "--allow-empty", "-m", "first"]);
+}
+
+/// The sandboxed start to the answer to `initialize`, from the control run of a probe's
+/// receipts: the time of the first frame from the server since the run began (the
+/// sandbox's setup, the program's start and its answer).
+fn sandboxed_start(target: &Target, scratch: &Path) -> Duration {
+    let out = probe(target, default_jobs(), scratch);
+    let text = std::fs::read_to_string(out.join("receipts.jsonl")).expect("receipts");
+    let _ = std::fs::remove_dir_all(&out);
+    for line in text.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).expect("a record");
+        if record["kind"] == "frame" && record["body"]["direction"] == "from_server" {
+            return Duration::from_nanos(record["body"]["t_ns"].as_u64().expect("t_ns"));
+        }
+    }
+    panic!("{}: no frame from the server", target.id)
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
+}
+
+fn row(id: &str, serial: (Duration, Duration), parallel: (Duration, Duration)) {
+    println!(
+        "{:<22} {:>12} {:>10} {:>14} {:>10}  not built",
+        id,
+        secs(serial.0),
+        secs(serial.1),
+        secs(parallel.0),
+        secs(parallel.1)
+    );
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn millis(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+fn nonce() -> String {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).expect("random bytes");
+    hex::encode(bytes)
+}
