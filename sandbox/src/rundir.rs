@@ -116,13 +116,21 @@ impl RunDir {
         // Who owns the run, beside it on the host (not in its tmpfs, which dies with vac's
         // mount namespace), and written before it exists: a sweep removes runs whose owner
         // died without teardown, and never one whose owner is still setting it up.
+        // Whole or not at all: another run's sweep (a concurrent run of this very vac, or
+        // another vac) that read a half-written stamp would take it for a dead owner's, so
+        // it is written under a name no sweep reads and renamed into place.
         let owner = owner_file(&path);
-        fs::write(&owner, owner_stamp(std::process::id()).unwrap_or_default()).map_err(
-            |source| RunDirError::Create {
-                path: owner.clone(),
-                source,
-            },
-        )?;
+        let partial = root.join(format!(".{id}{OWNER_SUFFIX}.partial"));
+        let stamp = owner_stamp(std::process::id()).unwrap_or_default();
+        fs::write(&partial, stamp)
+            .and_then(|()| fs::rename(&partial, &owner))
+            .map_err(|source| {
+                let _ = fs::remove_file(&partial);
+                RunDirError::Create {
+                    path: owner.clone(),
+                    source,
+                }
+            })?;
         if let Err(source) = fs::create_dir(&path) {
             let _ = fs::remove_file(&owner);
             return Err(RunDirError::Create {
