@@ -669,14 +669,8 @@ impl Running {
     /// task of the run ran; a task that exits takes its share with it, so compare readings
     /// for change, not for growth.
     pub fn cpu_time(&self) -> Duration {
-        let pids = self
-            .guard
-            .cgroup
-            .as_ref()
-            .and_then(|c| c.pids().ok())
-            .unwrap_or_default();
         let mut total = 0u64;
-        for pid in pids {
+        for pid in self.pids() {
             let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
             for task in tasks.into_iter().flatten().flatten() {
                 let stat = std::fs::read_to_string(task.path().join("schedstat"));
@@ -687,6 +681,27 @@ impl Running {
             }
         }
         Duration::from_nanos(total)
+    }
+
+    /// The run's processes now (host pids).
+    pub fn pids(&self) -> Vec<i32> {
+        self.guard
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.pids().ok())
+            .unwrap_or_default()
+    }
+
+    /// Whether a process of the run that is not in `known` may still act on its own: one of
+    /// its threads is running (or in uninterruptible I/O), or asleep on a timer
+    /// (`nanosleep`, `clock_nanosleep`, `pause`). A process blocked waiting for input (a
+    /// pipe, a socket, a child, a lock) acts only once something else has, which the run's
+    /// other signs show; a persistent helper such as `git cat-file --batch` waits so.
+    pub fn new_process_at_work(&self, known: &[i32]) -> bool {
+        self.pids()
+            .into_iter()
+            .filter(|pid| !known.contains(pid))
+            .any(process_at_work)
     }
 
     /// Whether an effect of the run is still waiting for its sensor: lab events unread in
@@ -959,6 +974,36 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 fn io_errno(error: &std::io::Error) -> Errno {
     Errno::from_raw(error.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Whether some thread of `pid` is running or asleep on a timer (see
+/// [`Running::new_process_at_work`]); a process that cannot be read (it has just exited)
+/// is not.
+fn process_at_work(pid: i32) -> bool {
+    const TIMERS: [libc::c_long; 3] = [
+        libc::SYS_nanosleep,
+        libc::SYS_clock_nanosleep,
+        libc::SYS_pause,
+    ];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which may itself hold parentheses.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        match state {
+            Some('R' | 'D') => true,
+            Some('S') => {
+                let call = std::fs::read_to_string(task.path().join("syscall")).unwrap_or_default();
+                let number = call.split_whitespace().next().and_then(|n| n.parse().ok());
+                number.is_some_and(|n: libc::c_long| TIMERS.contains(&n))
+            }
+            _ => false,
+        }
+    })
 }
 
 #[cfg(test)]

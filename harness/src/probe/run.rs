@@ -36,8 +36,9 @@ pub(crate) enum Role {
 #[derive(Debug, Clone, Copy)]
 pub struct Quiet {
     /// The run is quiet once, for this long, no task of it ran (its CPU time stood still),
-    /// no process beyond those after the handshake was alive, no lab event arrived and no
-    /// effect waited unread in a sensor's queue.
+    /// no process started after the handshake was running or asleep on a timer (one
+    /// blocked waiting for input may stay), no lab event arrived and no effect waited
+    /// unread in a sensor's queue.
     pub settle: Duration,
     /// Never wait longer than this.
     pub max: Duration,
@@ -569,7 +570,7 @@ async fn converse(
             return;
         }
     }
-    let baseline = running.map_or(0, Running::process_count);
+    let baseline = running.map_or_else(Vec::new, Running::pids);
     listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
         // A repeat is judged by the state it found and the state it left: the lab settles
@@ -577,7 +578,7 @@ async fn converse(
         let repeat = call.repeat_of.is_some().then_some(running).flatten();
         let before = match repeat {
             Some(running) => {
-                settle(Some(running), baseline, last_event, quiet).await;
+                settle(Some(running), &baseline, last_event, quiet).await;
                 layer_now(running, watch.written)
             }
             None => Default::default(),
@@ -604,7 +605,7 @@ async fn converse(
             repeat_state: Vec::new(),
         });
         if let Some(running) = repeat {
-            settle(Some(running), baseline, last_event, quiet).await;
+            settle(Some(running), &baseline, last_event, quiet).await;
             let after = layer_now(running, watch.written);
             let mut before = before;
             let states = after
@@ -635,7 +636,7 @@ async fn converse(
             break;
         }
     }
-    settle(running, baseline, last_event, quiet).await;
+    settle(running, &baseline, last_event, quiet).await;
     listening(running, &mut output.listens);
     if output.role == Role::Subject {
         // After the quiet period, so a change the calls set off on a timer is in.
@@ -671,7 +672,7 @@ fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
 /// Waits until the run is quiet ([`Quiet`]) or `max` has passed: delayed effects land
 /// inside the run, in the window of the call that caused them. Without a sandbox (a remote
 /// target) there is nothing to watch: one settle period.
-async fn settle(running: Option<&Running>, baseline: usize, last_event: &AtomicU64, quiet: Quiet) {
+async fn settle(running: Option<&Running>, baseline: &[i32], last_event: &AtomicU64, quiet: Quiet) {
     let Some(running) = running else {
         tokio::time::sleep(quiet.settle).await;
         return;
@@ -683,7 +684,7 @@ async fn settle(running: Option<&Running>, baseline: usize, last_event: &AtomicU
         let now = Instant::now();
         let cpu_now = running.cpu_time();
         let busy =
-            cpu_now != cpu || running.process_count() > baseline || running.sensors_pending();
+            cpu_now != cpu || running.new_process_at_work(baseline) || running.sensors_pending();
         cpu = cpu_now;
         if busy {
             still_since = now;
