@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{UsageWho, getrusage};
+use vac_harness::probe::default_jobs;
 
 const VAC: &str = env!("CARGO_BIN_EXE_vac");
 const CAMPAIGN: &str = concat!(
@@ -253,10 +254,6 @@ fn sandboxed_start(target: &Target, scratch: &Path) -> Duration {
         }
     }
     panic!("{}: no frame from the server", target.id)
-}
-
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
 }
 
 fn row(id: &str, serial: (Duration, Duration), parallel: (Duration, Duration)) {

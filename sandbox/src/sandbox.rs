@@ -673,11 +673,7 @@ impl Running {
         for pid in self.pids() {
             let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
             for task in tasks.into_iter().flatten().flatten() {
-                let stat = std::fs::read_to_string(task.path().join("schedstat"));
-                let on_cpu = stat
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse().ok());
-                total = total.wrapping_add(on_cpu.unwrap_or(0));
+                total = total.wrapping_add(task_cpu_ns(&task.path()).unwrap_or(0));
             }
         }
         Duration::from_nanos(total)
@@ -976,6 +972,19 @@ fn io_errno(error: &std::io::Error) -> Errno {
     Errno::from_raw(error.raw_os_error().unwrap_or(libc::EIO))
 }
 
+/// A thread's time on a CPU in nanoseconds: from `schedstat`, or, on a kernel without
+/// scheduler statistics, from the user and system clock ticks of `stat`.
+fn task_cpu_ns(task: &Path) -> Option<u64> {
+    if let Ok(schedstat) = std::fs::read_to_string(task.join("schedstat")) {
+        return schedstat.split_whitespace().next()?.parse().ok();
+    }
+    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let (user, system): (u64, u64) = (fields.next()?.parse().ok()?, fields.next()?.parse().ok()?);
+    // Clock ticks are 100 a second on Linux's user-visible interface (USER_HZ).
+    Some((user + system) * 10_000_000)
+}
+
 /// Whether some thread of `pid` is running or asleep on a timer (see
 /// [`Running::new_process_at_work`]); a process that cannot be read (it has just exited)
 /// is not.
@@ -996,11 +1005,15 @@ fn process_at_work(pid: i32) -> bool {
             .and_then(|(_, rest)| rest.trim_start().chars().next());
         match state {
             Some('R' | 'D') => true,
-            Some('S') => {
-                let call = std::fs::read_to_string(task.path().join("syscall")).unwrap_or_default();
-                let number = call.split_whitespace().next().and_then(|n| n.parse().ok());
-                number.is_some_and(|n: libc::c_long| TIMERS.contains(&n))
-            }
+            // A kernel that does not say which call a task sleeps in: asleep on a timer,
+            // for all vac knows.
+            Some('S') => match std::fs::read_to_string(task.path().join("syscall")) {
+                Ok(call) => {
+                    let number = call.split_whitespace().next().and_then(|n| n.parse().ok());
+                    number.is_some_and(|n: libc::c_long| TIMERS.contains(&n))
+                }
+                Err(_) => true,
+            },
             _ => false,
         }
     })
