@@ -79,13 +79,19 @@ struct ProbeArgs {
     /// Calls per tool at most.
     #[arg(long, default_value_t = 6)]
     max_calls: usize,
-    /// Tools given a subject run at most; the rest are `skipped: budget`.
+    /// Tools called at most (in shared runs or runs of their own); the rest are
+    /// `skipped: budget`.
     #[arg(long, default_value_t = 128)]
     max_tools: usize,
     /// Subject runs at once, each an independent sandbox with its own limits (default: the
     /// cores vac may use, at most 8); the receipts keep plan order.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
     jobs: Option<u64>,
+    /// How tools are kept apart: `adaptive` (one shared run, then a sandbox of its own for
+    /// each tool whose effects it cannot attribute without doubt) or `per-tool` (a sandbox
+    /// per tool).
+    #[arg(long, default_value = "adaptive", value_parser = parse_isolation)]
+    isolation: vac_harness::probe::Isolation,
     /// A contract document (TOML) to grade against instead of the annotations alone.
     #[arg(long)]
     contract: Option<PathBuf>,
@@ -420,6 +426,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     if let Some(jobs) = args.jobs {
         options.jobs = jobs as usize;
     }
+    options.isolation = args.isolation;
     options.inputs = Inputs {
         env: args.env,
         plants: args.plant,
@@ -1281,4 +1288,10 @@ fn init_tracing() {
                 .from_env_lossy(),
         )
         .init();
+}
+
+fn parse_isolation(name: &str) -> Result<vac_harness::probe::Isolation, String> {
+    vac_harness::probe::Isolation::parse(name).ok_or_else(|| {
+        format!("unknown isolation {name:?} (expected \"adaptive\" or \"per-tool\")")
+    })
 }

@@ -18,6 +18,9 @@ pub fn json(report: &ProbeReport) -> Value {
         .map(|cell| {
             let mut value = cell.to_json();
             value["contract"] = json!(report.contract);
+            if let Some(isolated) = report.isolation.get(&cell.tool) {
+                value["isolation"] = isolated.clone();
+            }
             value
         })
         .collect();
@@ -32,6 +35,7 @@ pub fn json(report: &ProbeReport) -> Value {
         "verdicts": verdicts,
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
         "runs": report.runs,
+        "isolation": report.isolation,
         "findings": [{
             "id": "protocol.stdout_clean",
             "verdict": if report.stdout_noise.lines > 0 { "confirmed" } else { "refuted" },

@@ -1,6 +1,7 @@
 //! Attribution under load (issue "Fast probes"): the twins probed twenty times each as one
-//! campaign while two busy processes keep both cores busy, each probe's subject runs
-//! concurrent and its quiet periods decided by the sandbox. Every repetition gives the same
+//! campaign, once in each isolation mode (adaptive, per-tool), while two busy processes
+//! keep both cores busy, each probe's subject runs concurrent and its quiet periods decided
+//! by the sandbox. Every repetition gives the same
 //! grid: each of the dishonest twin's eleven planted behaviours confirmed in all twenty,
 //! the honest twin never confirmed.
 
@@ -61,9 +62,16 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
     if !common::privileged(test) {
         return;
     }
+    for isolation in ["adaptive", "per-tool"] {
+        twins_under_load(isolation);
+    }
+}
+
+/// Twenty repetitions of each twin in one isolation mode, with both cores busy.
+fn twins_under_load(isolation: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let mut text = format!(
-        "name = \"load\"\nseed = 5\nrepetitions = {REPETITIONS}\njobs = 1\nout = \"runs\"\n"
+        "name = \"load\"\nseed = 5\nrepetitions = {REPETITIONS}\njobs = 1\nisolation = \"{isolation}\"\nout = \"runs\"\n"
     );
     for mode in ["honest", "dishonest"] {
         text.push_str(&format!(
@@ -83,7 +91,7 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
     assert_eq!(
         run.status.code(),
         Some(1),
-        "the dishonest twin's violations: {run:?}"
+        "{isolation}: the dishonest twin's violations: {run:?}"
     );
 
     let dir = tmp.path().join("runs");
@@ -109,9 +117,12 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
             let name = tool["name"].as_str().unwrap();
             for cell in tool["cells"].as_array().unwrap() {
                 let records = cell["records"].as_array().unwrap().len();
-                assert_eq!(records, REPETITIONS, "{id} {name}: {cell}");
+                assert_eq!(records, REPETITIONS, "{isolation} {id} {name}: {cell}");
                 if cell["stable"] != true {
-                    unstable.push(format!("{id} {name} {}: {cell}", cell["clause"]));
+                    unstable.push(format!(
+                        "{isolation} {id} {name} {}: {cell}",
+                        cell["clause"]
+                    ));
                 }
                 if cell["verdict"] == "confirmed" && !confirmed_tools.contains(&name) {
                     confirmed_tools.push(name);
@@ -119,7 +130,10 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
             }
         }
         match id {
-            "honest" => assert!(confirmed_tools.is_empty(), "honest: {confirmed_tools:?}"),
+            "honest" => assert!(
+                confirmed_tools.is_empty(),
+                "{isolation} honest: {confirmed_tools:?}"
+            ),
             _ => {
                 let mut missed: Vec<&str> = PLANTED
                     .iter()
@@ -129,7 +143,7 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
                 missed.sort_unstable();
                 assert!(
                     missed.is_empty(),
-                    "planted behaviours not confirmed: {missed:?}"
+                    "{isolation}: planted behaviours not confirmed: {missed:?}"
                 );
             }
         }

@@ -23,6 +23,8 @@ pub struct Campaign {
     pub seed: u64,
     pub repetitions: u32,
     pub jobs: usize,
+    /// How each probe keeps its tools apart.
+    pub isolation: crate::probe::Isolation,
     /// The receipt directory, resolved against the file's directory.
     pub out: PathBuf,
     pub budgets: Budgets,
@@ -230,23 +232,27 @@ impl Campaign {
         };
         let repetitions = count(raw.repetitions, "repetitions", 1, 1000)? as u32;
         let jobs = count(raw.jobs, "jobs", 1, 64)? as usize;
-        if let Some(isolation) = &raw.isolation {
-            match isolation.get_ref().as_str() {
-                "per-tool" => {}
-                "per-call" => {
+        let isolation = match &raw.isolation {
+            None => crate::probe::Isolation::default(),
+            Some(name) => match crate::probe::Isolation::parse(name.get_ref()) {
+                Some(isolation) => isolation,
+                None if name.get_ref() == "per-call" => {
                     return Err(error(
-                        isolation.span().start,
-                        "isolation \"per-call\" is not built yet: every tool gets its own sandbox (\"per-tool\")".into(),
+                        name.span().start,
+                        "isolation \"per-call\" is not built yet (expected \"adaptive\" or \"per-tool\")".into(),
                     ));
                 }
-                other => {
+                None => {
                     return Err(error(
-                        isolation.span().start,
-                        format!("unknown isolation {other:?} (expected \"per-tool\")"),
+                        name.span().start,
+                        format!(
+                            "unknown isolation {:?} (expected \"adaptive\" or \"per-tool\")",
+                            name.get_ref()
+                        ),
                     ));
                 }
-            }
-        }
+            },
+        };
         let mut budgets = Budgets::default();
         if let Some(b) = raw.budgets {
             let day = 86_400;
@@ -459,6 +465,7 @@ impl Campaign {
             seed: raw.seed.map_or(0, |s| *s.get_ref()),
             repetitions,
             jobs,
+            isolation,
             out,
             budgets,
             targets,

@@ -235,6 +235,7 @@ fn config(campaign: &Campaign, shard: Option<Shard>) -> Value {
         "seed": campaign.seed,
         "repetitions": campaign.repetitions,
         "jobs": campaign.jobs,
+        "isolation": campaign.isolation.as_str(),
         "shard": shard.map(|s| json!({"index": s.index, "count": s.count})),
         "targets": campaign.targets.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
     }})
@@ -590,6 +591,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     // The campaign's probes share the machine: its `jobs` probes at once, each with its
     // share of the cores for its own runs.
     options.jobs = (crate::probe::default_jobs() / campaign.jobs.max(1)).max(1);
+    options.isolation = campaign.isolation;
     options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
     options.inputs = target.inputs.clone();

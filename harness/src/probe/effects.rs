@@ -263,6 +263,10 @@ impl Windows<'_> {
     }
 }
 
+/// The basis of a change no event timed (outside the lab): in a run of one tool it can only
+/// be that tool's; a shared run that holds one cannot attribute it ([`super::adaptive`]).
+pub(crate) const UNTIMED: &str = "per-tool isolation: the only tool called in this run";
+
 /// Every distinct attribution of a change's writes. Outside the lab there is no event
 /// timing, but the run held only this tool's calls.
 pub(crate) fn attributions(
@@ -282,10 +286,7 @@ pub(crate) fn attributions(
     }
     if found.is_empty() {
         found.push(match windows.calls.first() {
-            Some(first) => (
-                Attribution::Call(first.index),
-                "per-tool isolation: the only tool called in this run",
-            ),
+            Some(first) => (Attribution::Call(first.index), UNTIMED),
             None => (Attribution::Unattributed, "no call in this run"),
         });
     }

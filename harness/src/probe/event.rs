@@ -16,7 +16,7 @@ use serde_json::Value;
 use vac_sandbox::{ArgvSource, FsChange, FsEventKind, HttpRequest};
 
 use super::effects::ObservedChange;
-use super::run::{CallRecord, Reading, Role, RunFailure, RunOutput, SensorReadings};
+use super::run::{CallRecord, Reading, Role, RunFailure, RunOutput, SensorReadings, Settled};
 use crate::client::{FrameLogStats, ToolList};
 
 /// Which tools/list a manifest event holds.
@@ -177,6 +177,8 @@ pub(crate) enum Event {
     /// Who the server ran as, the host paths hidden from it and the installation
     /// directories left visible inside them.
     Visibility(vac_sandbox::Visibility),
+    /// A shared run's wait for quiet after one tool's block.
+    Settled(Settled),
     /// How the run ended, beyond `run_end`'s status.
     Outcome {
         failure: Option<RunFailure>,
@@ -264,6 +266,14 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
             t_ns: at.as_nanos() as u64,
         }));
     }
+    out.extend(
+        output
+            .settles
+            .iter()
+            .copied()
+            .map(Event::Settled)
+            .map(plain),
+    );
     if let Some(at) = output.shutdown {
         out.push(plain(Event::Shutdown {
             t_ns: at.as_nanos() as u64,
@@ -423,6 +433,7 @@ impl RunBuilder {
                 output.net.program_started = Some(Duration::from_nanos(t_ns))
             }
             Event::Shutdown { t_ns } => output.shutdown = Some(Duration::from_nanos(t_ns)),
+            Event::Settled(settled) => output.settles.push(settled),
             Event::Marker { path } => output.marker = Some(path),
             Event::Lost(lost) => output.lost = lost,
             Event::Visibility(visibility) => output.visibility = Some(visibility),

@@ -7,6 +7,7 @@
 //! to calls by lab-event timing, grades, and seals the receipts. The result is a
 //! [`ProbeReport`].
 
+mod adaptive;
 mod effects;
 mod event;
 pub mod inputs;
@@ -33,7 +34,9 @@ use vac_contracts::{
 use vac_sandbox::{Limits, RunAs, Sandbox, SandboxError};
 
 pub use event::EventError;
-pub use plan::{PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness};
+pub use plan::{
+    Isolation, PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness,
+};
 pub use record::campaign_start;
 pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use run::Quiet;
@@ -41,7 +44,7 @@ pub use target::Target;
 pub(crate) use target::error_chain;
 
 use crate::client::ClientOptions;
-use plan::{MalformedTool, PlannedRun, ProbePlan};
+use plan::{Block, MalformedTool, PlannedRun, ProbePlan, Scope};
 use record::Recorder;
 use run::{Role, RunOutput, RunPlan};
 use target::Server;
@@ -59,7 +62,9 @@ pub struct ProbeOptions {
     /// Subject runs executed at once (each an independent sandbox); receipts keep plan
     /// order whatever the order they finish in.
     pub jobs: usize,
-    /// Subject runs per server at most; the tools beyond are `skipped: budget`.
+    /// How the tools are isolated from each other.
+    pub isolation: Isolation,
+    /// Tools called per server at most; the tools beyond are `skipped: budget`.
     pub max_tools: usize,
     /// Calls per server at most, over all its subject runs; a tool whose calls would pass
     /// it is `skipped: budget`.
@@ -128,6 +133,7 @@ impl ProbeOptions {
             },
             max_calls_per_tool: 6,
             jobs: default_jobs(),
+            isolation: Isolation::default(),
             max_tools: 128,
             max_calls: 10_000,
             seed: 0,
@@ -188,6 +194,9 @@ pub struct ProbeReport {
     /// Lines the server wrote to stdout that are text but not JSON-RPC, skipped as noise
     /// (`protocol.stdout_clean`); not a tool's broken promise, so not a violation.
     pub stdout_noise: NoiseSeen,
+    /// Adaptive isolation: per tool, the run it was graded on (the shared run or its own)
+    /// and, for its own, what left the shared run in doubt. Empty for `per-tool`.
+    pub isolation: std::collections::BTreeMap<String, Value>,
 }
 
 impl ProbeReport {
@@ -228,7 +237,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let nonce = nonce()?;
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
-        "isolation": ISOLATION, "contract": options.contract.as_ref().map(|c| &c.name),
+        "isolation": options.isolation.as_str(), "contract": options.contract.as_ref().map(|c| &c.name),
         "client": options.client, "limits": options.limits, "inputs": options.inputs});
     let dir = options.out_dir.as_path();
     let receipts = |source| ProbeError::Receipts {
@@ -286,22 +295,68 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     );
     recorder.plan(&plan).map_err(receipts)?;
 
-    // The subject runs are independent sandboxes: up to `jobs` at once, each a task of its
-    // own (one run's blocking teardown does not stall another's conversation), recorded
-    // in plan order as they come back.
+    // The subject runs are independent sandboxes: up to `jobs` at once, each recorded in
+    // plan order as it comes back. Adaptive isolation's own runs wait for the shared run,
+    // whose receipts say which tools they are needed for.
     let server = std::sync::Arc::new(server);
-    let subjects = plan.runs.iter().filter(|r| r.role == Role::Subject);
-    let mut finished = futures_util::stream::iter(subjects.map(|planned| {
-        let server = std::sync::Arc::clone(&server);
-        let (tool, calls) = (planned.tool.clone(), planned.calls.clone());
-        let (first_index, quiet, client) =
-            (planned.first_index, options.quiet, options.client.clone());
+    let mut record = |planned: &PlannedRun, output: &RunOutput| {
+        recorder
+            .run(
+                output,
+                &target,
+                run_config(&planned.calls, planned.first_index),
+            )
+            .map_err(receipts)
+    };
+    let first: Vec<&PlannedRun> = plan
+        .runs
+        .iter()
+        .filter(|r| r.role == Role::Subject && r.scope != Scope::IfDoubted)
+        .collect();
+    subject_runs(&server, &first, &options, &mut record).await?;
+    let doubted = doubted(&plan, dir)?;
+    let second: Vec<&PlannedRun> = plan
+        .runs
+        .iter()
+        .filter(|r| r.scope == Scope::IfDoubted)
+        .filter(|r| r.tool.as_ref().is_some_and(|t| doubted.contains(t)))
+        .collect();
+    subject_runs(&server, &second, &options, &mut record).await?;
+    // One grading path: the verdicts come from the receipts as written, never from memory.
+    // The records read for grading are dropped before the report reads them again.
+    {
+        let recorded = replay::read(dir)?;
+        let graded = replay::grade(&recorded, dir, String::new())?;
+        if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
+            recorder
+                .verdicts(&last.id, grades, &graded.contract, &graded.isolation)
+                .map_err(receipts)?;
+        }
+    }
+    recorder.seal().map_err(receipts)?;
+    Ok(replay::report(dir)?)
+}
+
+/// Executes `runs` up to `options.jobs` at once, each a task of its own (one run's blocking
+/// teardown does not stall another's conversation), and records each as it comes back, in
+/// the order given.
+async fn subject_runs(
+    server: &std::sync::Arc<Server>,
+    runs: &[&PlannedRun],
+    options: &ProbeOptions,
+    record: &mut impl FnMut(&PlannedRun, &RunOutput) -> Result<(), ProbeError>,
+) -> Result<(), ProbeError> {
+    let mut finished = futures_util::stream::iter(runs.iter().map(|planned| {
+        let server = std::sync::Arc::clone(server);
+        let planned = (*planned).clone();
+        let (quiet, client) = (options.quiet, options.client.clone());
         let job = async move {
             let plan = RunPlan {
                 role: Role::Subject,
-                tool: tool.as_deref(),
-                calls: &calls,
-                first_index,
+                tool: planned.tool.as_deref(),
+                calls: &planned.calls,
+                blocks: &planned.blocks,
+                first_index: planned.first_index,
                 quiet,
                 options: &client,
             };
@@ -310,36 +365,29 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         async move { AbortOnDrop(tokio::spawn(job)).join().await }
     }))
     .buffered(options.jobs.max(1));
-    let mut planned_subjects = plan.runs.iter().filter(|r| r.role == Role::Subject);
-    while let Some(subject) = finished.next().await {
-        let subject = subject?;
-        let planned = planned_subjects.next().expect("one output per planned run");
-        recorder
-            .run(
-                &subject,
-                &target,
-                run_config(&planned.calls, planned.first_index),
-            )
-            .map_err(receipts)?;
+    for planned in runs {
+        let output = finished.next().await.expect("one output per planned run")?;
+        record(planned, &output)?;
     }
-    drop(finished);
-    // One grading path: the verdicts come from the receipts as written, never from memory.
-    // The records read for grading are dropped before the report reads them again.
-    {
-        let recorded = replay::read(dir)?;
-        let graded = replay::grade(&recorded, dir, String::new())?;
-        if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
-            recorder
-                .verdicts(&last.id, grades, &graded.contract)
-                .map_err(receipts)?;
-        }
-    }
-    recorder.seal().map_err(receipts)?;
-    Ok(replay::report(dir)?)
+    Ok(())
 }
 
-/// How runs are isolated (SPEC §3.4): each restricted tool in a sandbox of its own.
-const ISOLATION: &str = "per-tool";
+/// The tools an adaptive plan's shared runs leave in doubt, read from the receipts they
+/// were recorded in: what their own runs are made for. Empty for other plans.
+fn doubted(plan: &ProbePlan, dir: &std::path::Path) -> Result<Vec<String>, ProbeError> {
+    if !plan.runs.iter().any(|r| r.scope == Scope::Shared) {
+        return Ok(Vec::new());
+    }
+    let recorded = replay::read(dir)?;
+    let Some(control) = recorded.runs.iter().find(|r| r.role == Role::Control) else {
+        return Ok(Vec::new());
+    };
+    Ok(replay::shared_runs(plan, &recorded.runs)
+        .flat_map(|(planned, shared)| adaptive::assess(planned, shared, control, &plan.lab))
+        .filter(|block| block.doubt.is_some())
+        .map(|block| block.tool)
+        .collect())
+}
 
 /// Runs at once unless told otherwise: one per core the process may use, at least one and
 /// at most eight (each run has its own memory and pids limits, so the host's share is
@@ -385,7 +433,7 @@ fn plan_probe(
     }
     let mut plan = ProbePlan {
         target: options.target.describe(),
-        isolation: ISOLATION.into(),
+        isolation: options.isolation.as_str().into(),
         contract: contract_hash,
         lab: planted.record.clone(),
         runs: vec![PlannedRun {
@@ -393,6 +441,8 @@ fn plan_probe(
             tool: None,
             first_index: 0,
             calls: Vec::new(),
+            scope: Scope::Own,
+            blocks: Vec::new(),
         }],
         not_called: Vec::new(),
         malformed,
@@ -428,6 +478,8 @@ fn plan_probe(
         .take(MAX_SETUPS)
         .collect();
     let mut next_index = 0;
+    // The tools whose contract forbids some write.
+    let mut no_write: Vec<String> = Vec::new();
     for (ordinal, decl) in decls.iter().enumerate() {
         if plan.malformed.iter().any(|m| m.name == decl.name) {
             continue;
@@ -484,15 +536,99 @@ fn plan_probe(
         }
         let first_index = next_index;
         next_index += calls.len();
+        if restricted(Some(Clause::FsWrite)) {
+            no_write.push(decl.name.clone());
+        }
         plan.runs.push(PlannedRun {
             role: Role::Subject,
             tool: Some(decl.name.clone()),
             first_index,
             calls,
+            scope: Scope::Own,
+            blocks: Vec::new(),
         });
+    }
+    if options.isolation == Isolation::Adaptive {
+        share(
+            &mut plan,
+            &options.target,
+            options.jobs,
+            next_index,
+            &no_write,
+        );
     }
     plan
 }
+
+/// Adaptive isolation's plan: the tools' runs become shared runs, block after block, and
+/// each tool's own run is made only if its shared run leaves it in doubt. Tools that
+/// promise not to write go first, so that a write does not leave them in doubt. There are
+/// as many shared runs as runs go at once (`jobs`), each of at least [`MIN_SHARED`] tools,
+/// in contiguous chunks of the order. A remote target has no sandbox to share (every run
+/// is the same server), and tools no more than `jobs` gain nothing (their own runs go at
+/// once): those stay per tool.
+fn share(
+    plan: &mut ProbePlan,
+    target: &Target,
+    jobs: usize,
+    mut first_index: usize,
+    no_write: &[String],
+) {
+    let mut own: Vec<&mut PlannedRun> = plan
+        .runs
+        .iter_mut()
+        .filter(|r| r.role == Role::Subject)
+        .collect();
+    if matches!(target, Target::RemoteHttp(_)) || own.len() <= jobs.max(1) {
+        return;
+    }
+    // Stable: manifest order within each group.
+    own.sort_by_key(|run| !no_write.contains(&run.tool.clone().unwrap_or_default()));
+    let count = jobs.max(1).min(own.len().div_ceil(MIN_SHARED));
+    let total: usize = own.iter().map(|r| r.calls.len()).sum();
+    let mut shared: Vec<PlannedRun> = Vec::new();
+    let mut chunk_calls = 0;
+    for run in &mut own {
+        // A new chunk once this one holds its share of the calls.
+        let full = chunk_calls * count >= total * shared.len().max(1);
+        if shared.is_empty() || (full && shared.len() < count) {
+            shared.push(PlannedRun {
+                role: Role::Subject,
+                tool: None,
+                first_index,
+                calls: Vec::new(),
+                scope: Scope::Shared,
+                blocks: Vec::new(),
+            });
+        }
+        let chunk = shared.last_mut().expect("a chunk was pushed");
+        chunk.blocks.push(Block {
+            tool: run.tool.clone().unwrap_or_default(),
+            calls: run.calls.len(),
+        });
+        // A repeat names its original by position in the run: in the shared run, in the
+        // block's place.
+        let offset = chunk.calls.len();
+        chunk
+            .calls
+            .extend(run.calls.iter().cloned().map(|call| PlannedCall {
+                repeat_of: call.repeat_of.map(|at| at + offset),
+                ..call
+            }));
+        first_index += run.calls.len();
+        chunk_calls += run.calls.len();
+        run.scope = Scope::IfDoubted;
+    }
+    let at = plan
+        .runs
+        .iter()
+        .position(|r| r.role == Role::Subject)
+        .unwrap_or(plan.runs.len());
+    plan.runs.splice(at..at, shared);
+}
+
+/// Tools of a shared run at least, when there are enough.
+const MIN_SHARED: usize = 3;
 
 /// Producer calls made first in one run, at most.
 const MAX_SETUPS: usize = 3;
@@ -543,6 +679,7 @@ async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutpu
             role: Role::Control,
             tool: None,
             calls: &[],
+            blocks: &[],
             first_index: 0,
             quiet: options.quiet,
             options: &options.client,

@@ -31,7 +31,33 @@ pub(crate) fn add(
     control: &RunOutput,
     planted: &LabRecord,
 ) {
-    for call in &subject.calls {
+    add_part(observation, subject, control, planted, None);
+}
+
+/// Adds the blocks of a shared run that adaptive isolation grades on it (each the indices
+/// of one tool's calls): their calls, the effects attributed to them, their protocol
+/// witness, and the run's sensors. Effects no call owns (before the first call, after the
+/// shutdown request) are listed as from any run.
+pub(crate) fn add_blocks(
+    observation: &mut Observation,
+    shared: &RunOutput,
+    control: &RunOutput,
+    planted: &LabRecord,
+    blocks: &[&[usize]],
+) {
+    add_part(observation, shared, control, planted, Some(blocks));
+}
+
+fn add_part(
+    observation: &mut Observation,
+    subject: &RunOutput,
+    control: &RunOutput,
+    planted: &LabRecord,
+    blocks: Option<&[&[usize]]>,
+) {
+    let kept = |index: usize| blocks.is_none_or(|b| b.iter().any(|calls| calls.contains(&index)));
+    let effects_from = observation.effects.len();
+    for call in subject.calls.iter().filter(|c| kept(c.index)) {
         // A call did its job only if the server answered with a result that is not a
         // tool error: an `isError: true` result is the tool refusing, and must not back a
         // `refuted` any more than a JSON-RPC error does.
@@ -101,9 +127,25 @@ pub(crate) fn add(
     // A contained server's working directory is the lab's: the flip's path as the globs
     // see it. A remote server's is unknown: the path stays as it was named.
     let cwd = (!subject.remote).then_some(planted.work.as_path());
-    if let Some(found) = witness::assess(&subject.calls, &subject.id, cwd) {
-        observation.sensors.push(found.status);
-        observation.effects.extend(found.effect);
+    let mut witnessed: Vec<Vec<super::run::CallRecord>> = match blocks {
+        None => vec![subject.calls.clone()],
+        Some(blocks) => blocks
+            .iter()
+            .map(|calls| {
+                let of_block = subject.calls.iter().filter(|c| calls.contains(&c.index));
+                of_block.cloned().collect()
+            })
+            .collect(),
+    };
+    // Effects of calls not graded on this run are another run's to show.
+    let mut added = observation.effects.split_off(effects_from);
+    added.retain(|effect| effect.attribution.call_index().is_none_or(kept));
+    observation.effects.extend(added);
+    for calls in witnessed.drain(..) {
+        if let Some(found) = witness::assess(&calls, &subject.id, cwd) {
+            observation.sensors.push(found.status);
+            observation.effects.extend(found.effect);
+        }
     }
     // The control's changes are the same for every subject run: list each once.
     for effect in subtracted
@@ -119,7 +161,8 @@ pub(crate) fn add(
         }
     }
     observation.sensors.extend(sensors(subject));
-    if let Some(failure) = &subject.failure {
+    // A shared run is graded on only when it did not fail ([`super::adaptive`]).
+    if let Some(failure) = subject.failure.as_ref().filter(|_| blocks.is_none()) {
         observation.errors.push(RunError {
             tool: subject.tool.clone(),
             kind: failure.kind,

@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ProbePlan {
     pub(crate) target: String,
-    /// `per-tool`: each restricted tool in a sandbox of its own.
+    /// `per-tool` (each restricted tool in a sandbox of its own) or `adaptive` (a shared
+    /// run first, then a sandbox of its own for each tool it leaves in doubt).
     pub(crate) isolation: String,
     /// blake3 of the pre-registered contract.
     pub(crate) contract: String,
@@ -38,6 +39,70 @@ pub(crate) struct PlannedRun {
     /// The index the run's first call gets; indices are unique across the probe.
     pub(crate) first_index: usize,
     pub(crate) calls: Vec<PlannedCall>,
+    /// What the run is for (absent in plans made before adaptive isolation: `own`).
+    #[serde(default, skip_serializing_if = "Scope::is_own")]
+    pub(crate) scope: Scope,
+    /// A shared run's blocks in call order: each tool's calls (its setups first) as its own
+    /// run would make them. The run settles after each block.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) blocks: Vec<Block>,
+}
+
+/// What a subject run is for (SPEC §3.4 isolation modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Scope {
+    /// One tool in a sandbox of its own, always made.
+    #[default]
+    Own,
+    /// Adaptive isolation's first run: every tool's calls, block after block.
+    Shared,
+    /// One tool in a sandbox of its own, made only when the shared run leaves that tool's
+    /// effects in doubt.
+    IfDoubted,
+}
+
+impl Scope {
+    fn is_own(&self) -> bool {
+        *self == Scope::Own
+    }
+}
+
+/// One tool's calls within a shared run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Block {
+    pub(crate) tool: String,
+    /// How many of the run's calls, from where the previous block ended.
+    pub(crate) calls: usize,
+}
+
+/// How a probe isolates its tools from each other (SPEC §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// One run with every tool's calls, then a sandbox of its own for each tool whose
+    /// effects that run cannot attribute without doubt.
+    #[default]
+    Adaptive,
+    /// Each tool in a sandbox of its own.
+    PerTool,
+}
+
+impl Isolation {
+    /// The name in plans, configurations and campaign files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Adaptive => "adaptive",
+            Isolation::PerTool => "per-tool",
+        }
+    }
+
+    /// The mode a name gives, if it names one.
+    pub fn parse(name: &str) -> Option<Isolation> {
+        [Isolation::Adaptive, Isolation::PerTool]
+            .into_iter()
+            .find(|i| i.as_str() == name)
+    }
 }
 
 /// A tools/list entry that does not deserialise as a tool: kept, never silently dropped.

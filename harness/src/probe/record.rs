@@ -163,8 +163,9 @@ impl Recorder {
         run_id: &str,
         grades: &Grades,
         contract: &str,
+        isolation: &Isolated,
     ) -> Result<(), WriteError> {
-        for verdict in verdict_records(run_id, grades, contract) {
+        for verdict in verdict_records(run_id, grades, contract, isolation) {
             self.writer.append(Body::Verdict(verdict))?;
         }
         Ok(())
@@ -177,7 +178,16 @@ impl Recorder {
 }
 
 /// The verdict records of a grid: what the probe writes and `vac verify` re-derives.
-pub(crate) fn verdict_records(run_id: &str, grades: &Grades, contract: &str) -> Vec<Verdict> {
+/// Per tool, the run adaptive isolation graded it on and why (empty for `per-tool` plans,
+/// whose verdicts each come from the tool's own run).
+pub(crate) type Isolated = std::collections::BTreeMap<String, serde_json::Value>;
+
+pub(crate) fn verdict_records(
+    run_id: &str,
+    grades: &Grades,
+    contract: &str,
+    isolation: &Isolated,
+) -> Vec<Verdict> {
     grades
         .cells
         .iter()
@@ -194,6 +204,9 @@ pub(crate) fn verdict_records(run_id: &str, grades: &Grades, contract: &str) -> 
             // `succeeded`); the names are the cell's own, apart from the evidence's `calls`.
             evidence["cell_calls"] = json!(cell.calls);
             evidence["cell_succeeded"] = json!(cell.succeeded);
+            if let Some(isolated) = isolation.get(&cell.tool) {
+                evidence["isolation"] = isolated.clone();
+            }
             Verdict {
                 run_id: run_id.to_string(),
                 tool: cell.tool.clone(),

@@ -15,7 +15,7 @@ use vac_contracts::{
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
 use super::event::{EventError, RunBuilder};
-use super::plan::{MalformedTool, ProbePlan};
+use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
 use super::run::{Reading, Role, RunOutput};
 use super::{DERIVED, ProbeReport, manifest, observe, record, server_identity, summary};
 
@@ -67,6 +67,8 @@ pub enum ReplayError {
     Document(#[from] vac_contracts::ContractError),
     #[error("the recorded contract does not compile")]
     Contract(#[from] vac_contracts::CompileError),
+    #[error("the receipts in {dir} do not follow their adaptive plan: {detail}")]
+    Adaptive { dir: PathBuf, detail: String },
     #[error("the recorded observations cannot be graded")]
     Grade(#[from] vac_contracts::GradeError),
 }
@@ -235,6 +237,7 @@ pub(crate) fn grade(
         grades: None,
         runs: recorded.runs.iter().map(summary).collect(),
         stdout_noise: recorded.noise.clone(),
+        isolation: record::Isolated::new(),
     };
     let Some((decls, malformed)) = manifest(control) else {
         let why = control
@@ -280,11 +283,105 @@ pub(crate) fn grade(
     observation
         .errors
         .extend(plan.malformed.iter().map(malformed_error));
-    for subject in recorded.runs.iter().filter(|r| r.role == Role::Subject) {
-        observe::add(&mut observation, subject, control, &plan.lab);
+    let subjects: Vec<&RunOutput> = recorded
+        .runs
+        .iter()
+        .filter(|r| r.role == Role::Subject)
+        .collect();
+    if plan.runs.iter().any(|r| r.scope == Scope::Shared) {
+        report.isolation = adaptive(&mut observation, plan, &subjects, control, dir)?;
+    } else {
+        for subject in subjects {
+            observe::add(&mut observation, subject, control, &plan.lab);
+        }
     }
     report.grades = Some(grade_cells(&compiled, &observation)?);
     Ok(report)
+}
+
+/// An adaptive plan's shared runs with their recorded runs: the subject runs with no tool,
+/// recorded in plan order.
+pub(crate) fn shared_runs<'a>(
+    plan: &'a ProbePlan,
+    runs: &'a [RunOutput],
+) -> impl Iterator<Item = (&'a PlannedRun, &'a RunOutput)> {
+    let planned = plan.runs.iter().filter(|r| r.scope == Scope::Shared);
+    let recorded = runs
+        .iter()
+        .filter(|r| r.role == Role::Subject && r.tool.is_none());
+    planned.zip(recorded)
+}
+
+/// Adds an adaptive plan's runs: the shared runs' blocks they attribute without doubt, and
+/// for each other tool its own run. Returns, per tool, the run it is graded on and why.
+fn adaptive(
+    observation: &mut vac_contracts::Observation,
+    plan: &ProbePlan,
+    subjects: &[&RunOutput],
+    control: &RunOutput,
+    dir: &Path,
+) -> Result<record::Isolated, ReplayError> {
+    let inconsistent = |detail: String| ReplayError::Adaptive {
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    let lab = &plan.lab;
+    let planned = plan
+        .runs
+        .iter()
+        .filter(|r| r.scope == Scope::Shared)
+        .count();
+    let recorded: Vec<&RunOutput> = subjects
+        .iter()
+        .copied()
+        .filter(|r| r.tool.is_none())
+        .collect();
+    if recorded.len() != planned {
+        return Err(inconsistent(format!(
+            "the plan has {planned} shared runs, the receipts {}",
+            recorded.len()
+        )));
+    }
+    let mut isolated = record::Isolated::new();
+    let shared_plans = plan.runs.iter().filter(|r| r.scope == Scope::Shared);
+    for (planned, shared) in shared_plans.zip(recorded) {
+        let assessed = super::adaptive::assess(planned, shared, control, lab);
+        let accepted: Vec<&[usize]> = assessed
+            .iter()
+            .filter(|a| a.doubt.is_none())
+            .map(|a| a.calls.as_slice())
+            .collect();
+        observe::add_blocks(observation, shared, control, lab, &accepted);
+        for block in &assessed {
+            let own = subjects
+                .iter()
+                .find(|r| r.tool.as_deref() == Some(block.tool.as_str()));
+            let graded_on = match (&block.doubt, own) {
+                (None, None) => {
+                    json!({"mode": "adaptive", "graded_on": "shared run", "run": shared.id})
+                }
+                (Some(doubt), Some(own)) => json!({"mode": "adaptive", "graded_on": "own run",
+                    "run": own.id, "shared_run": shared.id, "doubt": doubt}),
+                (None, Some(own)) => {
+                    return Err(inconsistent(format!(
+                        "run {} re-ran tool {:?}, which shared run {} attributes without doubt",
+                        own.id, block.tool, shared.id
+                    )));
+                }
+                (Some(doubt), None) => {
+                    return Err(inconsistent(format!(
+                        "shared run {} leaves tool {:?} in doubt ({doubt}), and it has no run of its own",
+                        shared.id, block.tool
+                    )));
+                }
+            };
+            isolated.insert(block.tool.clone(), graded_on);
+        }
+    }
+    for subject in subjects.iter().filter(|r| r.tool.is_some()) {
+        observe::add(observation, subject, control, lab);
+    }
+    Ok(isolated)
 }
 
 fn malformed_error(tool: &MalformedTool) -> RunError {
@@ -326,7 +423,9 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
         graded => graded?,
     };
     let expected = match (&report.grades, recorded.runs.last()) {
-        (Some(grades), Some(last)) => record::verdict_records(&last.id, grades, &report.contract),
+        (Some(grades), Some(last)) => {
+            record::verdict_records(&last.id, grades, &report.contract, &report.isolation)
+        }
         _ => Vec::new(),
     };
     let mut mismatches = Vec::new();

@@ -79,6 +79,18 @@ impl SensorReadings {
     }
 }
 
+/// A shared run's wait for quiet after one tool's block of calls: whether the run went
+/// quiet before the bound (if not, something the block set off may still be at work when
+/// the next block starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Settled {
+    /// The index of the block's last call.
+    pub(crate) after_call: usize,
+    pub(crate) quiet: bool,
+    /// When the wait ended, since the run's start.
+    pub(crate) t_ns: u64,
+}
+
 /// One call and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CallRecord {
@@ -196,6 +208,8 @@ pub(crate) struct RunOutput {
     pub(crate) termination: Option<String>,
     /// A remote target: only the protocol was witnessed.
     pub(crate) remote: bool,
+    /// A shared run's waits for quiet between its blocks, in order.
+    pub(crate) settles: Vec<Settled>,
     /// Who the server ran as and what of the host it could see (SPEC §3.2).
     pub(crate) visibility: Option<vac_sandbox::Visibility>,
 }
@@ -234,6 +248,7 @@ impl RunOutput {
             termination: None,
             remote: false,
             visibility: None,
+            settles: Vec::new(),
         }
     }
 
@@ -266,6 +281,9 @@ pub(crate) struct RunPlan<'a> {
     pub(crate) role: Role,
     pub(crate) tool: Option<&'a str>,
     pub(crate) calls: &'a [PlannedCall],
+    /// A shared run's blocks: the run settles after each (the last settles as every run
+    /// does).
+    pub(crate) blocks: &'a [super::plan::Block],
     pub(crate) first_index: usize,
     pub(crate) quiet: Quiet,
     pub(crate) options: &'a ClientOptions,
@@ -538,11 +556,22 @@ async fn converse(
     let last_event = watch.last_event;
     let RunPlan {
         calls,
+        blocks,
         first_index,
         quiet,
         options,
         ..
     } = plan;
+    // The offsets of the calls after which a shared run settles: each block's last but
+    // the run's last.
+    let mut block_ends = Vec::new();
+    let mut end = 0;
+    for block in blocks {
+        end += block.calls;
+        if end > 0 && end < calls.len() {
+            block_ends.push(end - 1);
+        }
+    }
     let connected = match wire {
         Wire::Pipes(streams) => McpSession::connect(streams, log.clone(), options.clone()).await,
         Wire::Http(endpoint, server_output) => {
@@ -635,6 +664,15 @@ async fn converse(
             output.failure = Some(failed);
             break;
         }
+        if block_ends.contains(&offset) {
+            let went_quiet = settle(running, &baseline, last_event, quiet).await;
+            output.settles.push(Settled {
+                after_call: first_index + offset,
+                quiet: went_quiet,
+                t_ns: log.elapsed().as_nanos() as u64,
+            });
+            listening(running, &mut output.listens);
+        }
     }
     settle(running, &baseline, last_event, quiet).await;
     listening(running, &mut output.listens);
@@ -671,11 +709,16 @@ fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
 
 /// Waits until the run is quiet ([`Quiet`]) or `max` has passed: delayed effects land
 /// inside the run, in the window of the call that caused them. Without a sandbox (a remote
-/// target) there is nothing to watch: one settle period.
-async fn settle(running: Option<&Running>, baseline: &[i32], last_event: &AtomicU64, quiet: Quiet) {
+/// target) there is nothing to watch: one settle period. Whether the run went quiet.
+async fn settle(
+    running: Option<&Running>,
+    baseline: &[i32],
+    last_event: &AtomicU64,
+    quiet: Quiet,
+) -> bool {
     let Some(running) = running else {
         tokio::time::sleep(quiet.settle).await;
-        return;
+        return true;
     };
     let begun = Instant::now();
     let (mut still_since, mut cpu) = (begun, running.cpu_time());
@@ -693,8 +736,11 @@ async fn settle(running: Option<&Running>, baseline: &[i32], last_event: &Atomic
         let lab_still =
             Duration::from_millis(since_start.saturating_sub(last_event.load(Ordering::Relaxed)));
         let still = now.duration_since(still_since).min(lab_still);
-        if still >= quiet.settle || now.duration_since(begun) >= quiet.max {
-            return;
+        if still >= quiet.settle {
+            return true;
+        }
+        if now.duration_since(begun) >= quiet.max {
+            return false;
         }
     }
 }
