@@ -1,7 +1,8 @@
 //! Wall and CPU time of whole probes (issue "Fast probes"): the dishonest twin, `vac demo`,
 //! and a probe of each pinned third-party server of the published campaign
-//! (`results/thirdparty/campaign.toml`), each with its subject runs one at a time
-//! (`--jobs 1`) and at the default concurrency; then each stdio server's start to its
+//! (`results/thirdparty/campaign.toml`), each per tool with its subject runs one at a time
+//! (`--jobs 1`) and at the default concurrency, and adaptive (the default isolation) at
+//! the default concurrency; then each stdio server's start to its
 //! answer to `initialize`, sandboxed (from the control run's receipts) against bare (the
 //! same command in a network namespace of its own, `unshare -n`; the fixtures are not
 //! started bare, since the dishonest twin never runs on the host).
@@ -45,12 +46,11 @@ fn main() {
     let jobs = default_jobs();
     println!("{reps} repetitions, medians; default jobs on this machine: {jobs}");
     println!(
-        "{:<22} {:>12} {:>10} {:>14} {:>10}  adaptive",
+        "{:<22} {:>24} {:>24} {:>24}",
         "probe",
-        "jobs=1 wall",
-        "cpu",
-        format!("jobs={jobs} wall"),
-        "cpu"
+        "per-tool jobs=1 wall/cpu",
+        format!("per-tool jobs={jobs}"),
+        format!("adaptive jobs={jobs}")
     );
     let mut starts = Vec::new();
     for target in targets() {
@@ -62,10 +62,11 @@ fn main() {
             println!("{:<22} not installed ({missing})", target.id);
             continue;
         }
-        let serial = measure(reps, || probe(&target, 1, scratch.path()));
-        let parallel = measure(reps, || probe(&target, jobs, scratch.path()));
-        row(&target.id, serial, parallel);
-        if target.http.is_none() && !target.command[0].ends_with("/vac") {
+        let serial = measure(reps, || probe(&target, 1, "per-tool", scratch.path()));
+        let parallel = measure(reps, || probe(&target, jobs, "per-tool", scratch.path()));
+        let adaptive = measure(reps, || probe(&target, jobs, "adaptive", scratch.path()));
+        row(&target.id, [Some(serial), Some(parallel), Some(adaptive)]);
+        if target.http.is_none() && !target.command.iter().any(|a| a.contains(VAC)) {
             starts.push(target);
         }
     }
@@ -82,14 +83,7 @@ fn main() {
         let _ = std::fs::remove_dir_all(&out);
     };
     let demo = measure(reps, demo);
-    println!(
-        "{:<22} {:>12} {:>10} {:>14} {:>10}  not built",
-        "vac demo",
-        "-",
-        "-",
-        secs(demo.0),
-        secs(demo.1)
-    );
+    row("vac demo (adaptive)", [None, None, Some(demo)]);
     println!();
     println!(
         "{:<22} {:>10} {:>10} {:>8}",
@@ -112,41 +106,54 @@ fn main() {
     }
 }
 
-/// The published campaign's targets, `vac` standing for this build of it.
+/// The published campaign's targets, `vac` standing for this build of it, and a server
+/// that takes [`SLOW_START`] seconds to start (the honest twin behind a sleep): the case
+/// where one sandbox per tool costs N × its start.
 fn targets() -> Vec<Target> {
     let text = std::fs::read_to_string(CAMPAIGN).expect("the published campaign file");
     let table: toml::Table = text.parse().expect("the campaign file is TOML");
     let list = table["target"].as_array().expect("targets");
-    list.iter()
-        .map(|t| {
-            let command = t["command"]
-                .as_array()
-                .expect("a command")
-                .iter()
-                .map(|a| a.as_str().expect("strings"))
-                .map(|a| {
-                    if a == "vac" {
-                        VAC.to_string()
-                    } else {
-                        a.to_string()
-                    }
-                })
-                .collect();
-            Target {
-                id: t["id"].as_str().expect("an id").to_string(),
-                command,
-                http: t.get("http").and_then(|h| h.as_str()).map(str::to_string),
-            }
-        })
-        .collect()
+    let slow = Target {
+        id: format!("honest, {SLOW_START} s start"),
+        command: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!("sleep {SLOW_START}; exec {VAC} fixture --mode honest"),
+        ],
+        http: None,
+    };
+    let published = list.iter().map(|t| {
+        let command = t["command"]
+            .as_array()
+            .expect("a command")
+            .iter()
+            .map(|a| a.as_str().expect("strings"))
+            .map(|a| {
+                if a == "vac" {
+                    VAC.to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        Target {
+            id: t["id"].as_str().expect("an id").to_string(),
+            command,
+            http: t.get("http").and_then(|h| h.as_str()).map(str::to_string),
+        }
+    });
+    published.chain([slow]).collect()
 }
 
+/// The slow-starting server's start, in seconds.
+const SLOW_START: u64 = 3;
+
 /// One probe; the receipt directory is returned for the caller to read or remove.
-fn probe(target: &Target, jobs: usize, scratch: &Path) -> PathBuf {
+fn probe(target: &Target, jobs: usize, isolation: &str, scratch: &Path) -> PathBuf {
     let out = scratch.join(format!("{}-{}", target.id, nonce()));
     let mut command = Command::new(VAC);
     command.arg("probe").arg("--out").arg(&out);
-    command.args(["--jobs", &jobs.to_string()]);
+    command.args(["--jobs", &jobs.to_string(), "--isolation", isolation]);
     if let Some(http) = &target.http {
         command.args(["--http", http]);
     }
@@ -244,7 +251,7 @@ fn git_repository(path: &Path) {
 /// receipts: the time of the first frame from the server since the run began (the
 /// sandbox's setup, the program's start and its answer).
 fn sandboxed_start(target: &Target, scratch: &Path) -> Duration {
-    let out = probe(target, default_jobs(), scratch);
+    let out = probe(target, default_jobs(), "adaptive", scratch);
     let text = std::fs::read_to_string(out.join("receipts.jsonl")).expect("receipts");
     let _ = std::fs::remove_dir_all(&out);
     for line in text.lines() {
@@ -256,15 +263,15 @@ fn sandboxed_start(target: &Target, scratch: &Path) -> Duration {
     panic!("{}: no frame from the server", target.id)
 }
 
-fn row(id: &str, serial: (Duration, Duration), parallel: (Duration, Duration)) {
-    println!(
-        "{:<22} {:>12} {:>10} {:>14} {:>10}  not built",
-        id,
-        secs(serial.0),
-        secs(serial.1),
-        secs(parallel.0),
-        secs(parallel.1)
-    );
+/// One line: each column's median wall and CPU, `-` where not measured.
+fn row(id: &str, columns: [Option<(Duration, Duration)>; 3]) {
+    let shown = |c: Option<(Duration, Duration)>| {
+        c.map_or("-".into(), |(wall, cpu)| {
+            format!("{} / {}", secs(wall), secs(cpu))
+        })
+    };
+    let [a, b, c] = columns.map(shown);
+    println!("{id:<22} {a:>24} {b:>24} {c:>24}");
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
