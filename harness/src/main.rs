@@ -88,8 +88,8 @@ struct ProbeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
     jobs: Option<u64>,
     /// How tools are kept apart: `adaptive` (one shared run, then a sandbox of its own for
-    /// each tool whose effects it cannot attribute without doubt) or `per-tool` (a sandbox
-    /// per tool).
+    /// each tool whose effects it cannot attribute without doubt), `per-tool` (a sandbox
+    /// per tool) or `per-call` (a sandbox per call).
     #[arg(long, default_value = "adaptive", value_parser = parse_isolation)]
     isolation: vac_harness::probe::Isolation,
     /// A contract document (TOML) to grade against instead of the annotations alone.
@@ -1292,6 +1292,6 @@ fn init_tracing() {
 
 fn parse_isolation(name: &str) -> Result<vac_harness::probe::Isolation, String> {
     vac_harness::probe::Isolation::parse(name).ok_or_else(|| {
-        format!("unknown isolation {name:?} (expected \"adaptive\" or \"per-tool\")")
+        format!("unknown isolation {name:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")")
     })
 }

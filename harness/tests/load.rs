@@ -1,5 +1,5 @@
 //! Attribution under load (issue "Fast probes"): the twins probed twenty times each as one
-//! campaign, once in each isolation mode (adaptive, per-tool), while two busy processes
+//! campaign, once in each isolation mode (adaptive, per-tool, per-call), while two busy processes
 //! keep both cores busy, each probe's subject runs concurrent and its quiet periods decided
 //! by the sandbox. Every repetition gives the same
 //! grid: each of the dishonest twin's eleven planted behaviours confirmed in all twenty,
@@ -62,7 +62,7 @@ fn the_twins_keep_their_grid_in_every_repetition_with_both_cores_busy() {
     if !common::privileged(test) {
         return;
     }
-    for isolation in ["adaptive", "per-tool"] {
+    for isolation in ["adaptive", "per-tool", "per-call"] {
         twins_under_load(isolation);
     }
 }

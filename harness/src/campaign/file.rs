@@ -236,17 +236,11 @@ impl Campaign {
             None => crate::probe::Isolation::default(),
             Some(name) => match crate::probe::Isolation::parse(name.get_ref()) {
                 Some(isolation) => isolation,
-                None if name.get_ref() == "per-call" => {
-                    return Err(error(
-                        name.span().start,
-                        "isolation \"per-call\" is not built yet (expected \"adaptive\" or \"per-tool\")".into(),
-                    ));
-                }
                 None => {
                     return Err(error(
                         name.span().start,
                         format!(
-                            "unknown isolation {:?} (expected \"adaptive\" or \"per-tool\")",
+                            "unknown isolation {:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")",
                             name.get_ref()
                         ),
                     ));

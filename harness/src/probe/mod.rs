@@ -548,6 +548,9 @@ fn plan_probe(
             blocks: Vec::new(),
         });
     }
+    if options.isolation == Isolation::PerCall {
+        split_calls(&mut plan);
+    }
     if options.isolation == Isolation::Adaptive {
         share(
             &mut plan,
@@ -625,6 +628,29 @@ fn share(
         .position(|r| r.role == Role::Subject)
         .unwrap_or(plan.runs.len());
     plan.runs.splice(at..at, shared);
+}
+
+/// Per-call isolation's plan: each tool's run becomes one run per call
+/// ([`plan::per_call`]), the call indices given again in plan order.
+fn split_calls(plan: &mut ProbePlan) {
+    let mut next_index = 0;
+    let mut runs = Vec::with_capacity(plan.runs.len());
+    for run in plan.runs.drain(..) {
+        if run.role != Role::Subject {
+            runs.push(run);
+            continue;
+        }
+        for calls in plan::per_call(&run.calls) {
+            let first_index = next_index;
+            next_index += calls.len();
+            runs.push(PlannedRun {
+                first_index,
+                calls,
+                ..run.clone()
+            });
+        }
+    }
+    plan.runs = runs;
 }
 
 /// Tools of a shared run at least, when there are enough.

@@ -86,6 +86,9 @@ pub enum Isolation {
     Adaptive,
     /// Each tool in a sandbox of its own.
     PerTool,
+    /// Each call in a sandbox of its own (with the setups it needs; a repeat with its
+    /// original, the protocol witness's three reads together): exact attribution.
+    PerCall,
 }
 
 impl Isolation {
@@ -94,12 +97,13 @@ impl Isolation {
         match self {
             Isolation::Adaptive => "adaptive",
             Isolation::PerTool => "per-tool",
+            Isolation::PerCall => "per-call",
         }
     }
 
     /// The mode a name gives, if it names one.
     pub fn parse(name: &str) -> Option<Isolation> {
-        [Isolation::Adaptive, Isolation::PerTool]
+        [Isolation::Adaptive, Isolation::PerTool, Isolation::PerCall]
             .into_iter()
             .find(|i| i.as_str() == name)
     }
@@ -468,6 +472,45 @@ pub(crate) fn with_setups(setups: &[PlannedCall], calls: Vec<PlannedCall>) -> Ve
             repeat_of: call.repeat_of.map(|of| of + shift),
             ..call
         }))
+        .collect()
+}
+
+/// One tool's calls split into the runs of per-call isolation: the setups first in each,
+/// then one call, or a call and the repeat that follows it, or the protocol witness's
+/// three reads; a repeat names its original by its position in its new run.
+pub(crate) fn per_call(calls: &[PlannedCall]) -> Vec<Vec<PlannedCall>> {
+    let setups: Vec<&PlannedCall> = calls
+        .iter()
+        .take_while(|c| c.purpose == Purpose::Setup)
+        .collect();
+    let mut groups: Vec<Vec<(usize, &PlannedCall)>> = Vec::new();
+    for (at, call) in calls.iter().enumerate().skip(setups.len()) {
+        let joins = call.repeat_of.is_some()
+            || matches!(call.purpose, Purpose::FlipFirst | Purpose::FlipSecond);
+        match groups.last_mut() {
+            Some(group) if joins => group.push((at, call)),
+            _ => groups.push(vec![(at, call)]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            let mut run: Vec<PlannedCall> = setups.iter().map(|s| (*s).clone()).collect();
+            let base = run.len();
+            for (_, call) in &group {
+                let repeat_of = call.repeat_of.and_then(|of| {
+                    group
+                        .iter()
+                        .position(|(at, _)| *at == of)
+                        .map(|position| base + position)
+                });
+                run.push(PlannedCall {
+                    repeat_of,
+                    ..(*call).clone()
+                });
+            }
+            run
+        })
         .collect()
 }
 
@@ -1288,6 +1331,48 @@ mod tests {
                 .iter()
                 .all(|c| c.arguments["note"] == "memo-0123456789ab")
         );
+    }
+
+    /// Per-call runs: setups first in each; a repeat stays with its original and the
+    /// witness's three reads together, their positions renumbered.
+    #[test]
+    fn per_call_runs_keep_setups_repeats_and_the_witness_together() {
+        let call = |tool: &str, repeat_of, purpose| PlannedCall {
+            tool: tool.into(),
+            arguments: Map::new(),
+            repeat_of,
+            purpose,
+        };
+        let calls = vec![
+            call("create", None, Purpose::Setup),
+            call("t", None, Purpose::Normal),
+            call("t", Some(1), Purpose::Normal),
+            call("t", None, Purpose::Normal),
+            call("t", None, Purpose::NegativeControl),
+            call("t", None, Purpose::FlipFirst),
+            call("t", None, Purpose::FlipSecond),
+        ];
+        let runs = per_call(&calls);
+        let shape: Vec<Vec<(Purpose, Option<usize>)>> = runs
+            .iter()
+            .map(|run| run.iter().map(|c| (c.purpose, c.repeat_of)).collect())
+            .collect();
+        let setup = (Purpose::Setup, None);
+        assert_eq!(
+            shape,
+            [
+                vec![setup, (Purpose::Normal, None), (Purpose::Normal, Some(1))],
+                vec![setup, (Purpose::Normal, None)],
+                vec![
+                    setup,
+                    (Purpose::NegativeControl, None),
+                    (Purpose::FlipFirst, None),
+                    (Purpose::FlipSecond, None)
+                ],
+            ]
+        );
+        assert_eq!(per_call(&calls[1..2]).len(), 1);
+        assert!(per_call(&[]).is_empty());
     }
 
     #[test]
