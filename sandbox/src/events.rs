@@ -95,31 +95,42 @@ impl LabEvents {
     /// lab stands in for), not the lab's, so not watched.
     pub(crate) fn start(
         host_root: PathBuf,
-        lab: &Path,
+        labs: &[&Path],
         outside: &[PathBuf],
         start: Instant,
     ) -> io::Result<LabEvents> {
         let inotify = Inotify::init()?;
-        // The sandbox's root, through the init's magic link (the one link followed); the
-        // lab beneath it, refusing any link on the way.
+        // The sandbox's root, through the init's magic link (the one link followed); each
+        // lab directory beneath it, refusing any link on the way.
         let root = std::fs::File::open(&host_root)?;
-        let relative = lab.strip_prefix("/").unwrap_or(lab);
-        let lab_dir = crate::sys::open_dir_beneath(&root, relative).map_err(io::Error::from)?;
+        let mut roots = Vec::new();
+        for lab in labs {
+            let relative = lab.strip_prefix("/").unwrap_or(lab);
+            let dir = crate::sys::open_dir_beneath(&root, relative).map_err(|errno| {
+                io::Error::other(format!(
+                    "cannot watch {}: not a directory beneath the sandbox's root ({errno})",
+                    lab.display()
+                ))
+            })?;
+            roots.push((lab.to_path_buf(), dir));
+        }
         let health = Arc::new(Health::default());
         let mut tree = WatchTree {
-            lab: lab.to_path_buf(),
-            lab_dir,
+            roots,
             watches: inotify.watches(),
             dirs: HashMap::new(),
             health: Arc::clone(&health),
             outside: outside.to_vec(),
         };
-        tree.add_recursive(lab);
-        if tree.dirs.is_empty() {
-            return Err(io::Error::other(format!(
-                "cannot watch {}: not a directory beneath the sandbox's root",
-                lab.display()
-            )));
+        for lab in labs {
+            let before = tree.dirs.len();
+            tree.add_recursive(lab);
+            if tree.dirs.len() == before {
+                return Err(io::Error::other(format!(
+                    "cannot watch {}: not a directory beneath the sandbox's root",
+                    lab.display()
+                )));
+            }
         }
         // A second descriptor of the same queue: it tells whether events wait unread.
         let queue = Arc::new(inotify.as_fd().try_clone_to_owned()?);
@@ -180,9 +191,9 @@ impl LabEvents {
 }
 
 struct WatchTree {
-    /// The lab's path in the sandbox's view, and the lab directory itself.
-    lab: PathBuf,
-    lab_dir: std::fs::File,
+    /// The lab's directories (its root, and its temporary directory when that lies
+    /// elsewhere): each path in the sandbox's view, and the directory itself.
+    roots: Vec<(PathBuf, std::fs::File)>,
     watches: Watches,
     dirs: HashMap<WatchDescriptor, PathBuf>,
     health: Arc<Health>,
@@ -200,7 +211,12 @@ impl WatchTree {
         let mut found = Vec::new();
         let mut pending = vec![view.to_path_buf()];
         while let Some(view) = pending.pop() {
-            let Ok(relative) = view.strip_prefix(&self.lab) else {
+            let Some((lab_dir, relative)) = self
+                .roots
+                .iter()
+                .filter_map(|(lab, dir)| Some((dir, view.strip_prefix(lab).ok()?)))
+                .min_by_key(|(_, relative)| relative.components().count())
+            else {
                 continue;
             };
             if self.outside.iter().any(|o| view.starts_with(o)) {
@@ -210,7 +226,7 @@ impl WatchTree {
                 self.health.unwatched.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let dir = match crate::sys::open_dir_beneath(&self.lab_dir, relative) {
+            let dir = match crate::sys::open_dir_beneath(lab_dir, relative) {
                 Ok(dir) => dir,
                 // Gone again, or not a directory (any more): nothing of it to watch.
                 Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => continue,
@@ -336,7 +352,7 @@ mod tests {
         std::fs::create_dir_all(host.path().join("lab/tmp")).unwrap();
         let mut events = LabEvents::start(
             host.path().to_path_buf(),
-            Path::new("/lab"),
+            &[Path::new("/lab")],
             &[],
             Instant::now(),
         )
@@ -361,14 +377,45 @@ mod tests {
         assert_eq!(events.dropped(), 0);
     }
 
+    /// A lab that stands in for a home has its temporary directory apart (`/tmp`): both
+    /// are watched, each event named by its own directory's view path.
+    #[tokio::test]
+    async fn a_temporary_directory_apart_from_the_lab_is_watched_too() {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(host.path().join("home/u")).unwrap();
+        std::fs::create_dir_all(host.path().join("tmp/t")).unwrap();
+        let labs = [Path::new("/home/u"), Path::new("/tmp")];
+        let mut events =
+            LabEvents::start(host.path().to_path_buf(), &labs, &[], Instant::now()).unwrap();
+        std::fs::write(host.path().join("tmp/t/lock"), "x").unwrap();
+        std::fs::write(host.path().join("home/u/done"), "x").unwrap();
+        let mut seen = Vec::new();
+        while let Some(event) = events.recv().await {
+            seen.push((event.kind, event.path.clone()));
+            if event.path == Path::new("/home/u/done") {
+                break;
+            }
+        }
+        assert!(
+            seen.contains(&(FsEventKind::CloseWrite, PathBuf::from("/tmp/t/lock"))),
+            "{seen:?}"
+        );
+        let missing = LabEvents::start(
+            host.path().to_path_buf(),
+            &[Path::new("/home/u"), Path::new("/nowhere")],
+            &[],
+            Instant::now(),
+        );
+        assert!(missing.is_err_and(|e| e.to_string().contains("/nowhere")));
+    }
+
     /// A watch tree on `host/lab`, as the sandbox builds one (by descriptor, beneath the lab).
     fn tree(host: &Path) -> (Inotify, WatchTree) {
         let inotify = Inotify::init().unwrap();
         let root = std::fs::File::open(host).unwrap();
         let lab_dir = crate::sys::open_dir_beneath(&root, Path::new("lab")).unwrap();
         let tree = WatchTree {
-            lab: PathBuf::from("/lab"),
-            lab_dir,
+            roots: vec![(PathBuf::from("/lab"), lab_dir)],
             watches: inotify.watches(),
             dirs: HashMap::new(),
             health: Arc::default(),

@@ -412,7 +412,14 @@ impl Sandbox {
             procs.start(init_pid.as_raw(), started)?;
         }
         let host_root = PathBuf::from(format!("/proc/{init_pid}/root"));
-        let events = LabEvents::start(host_root, view.root(), &visibility.exposed, started)
+        // The lab, and its temporary directory where that is not inside it (`/tmp` of a
+        // lab that stands in for a home).
+        let tmp = view.tmp();
+        let mut labs = vec![view.root()];
+        if !tmp.starts_with(view.root()) {
+            labs.push(tmp.as_path());
+        }
+        let events = LabEvents::start(host_root, &labs, &visibility.exposed, started)
             .map_err(SandboxError::Events)?;
         guard.events_close = Some(events.closer());
         let lab_queue = events.queue();
