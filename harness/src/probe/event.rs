@@ -270,7 +270,7 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
         output
             .settles
             .iter()
-            .copied()
+            .cloned()
             .map(Event::Settled)
             .map(plain),
     );

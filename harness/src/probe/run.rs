@@ -81,14 +81,22 @@ impl SensorReadings {
 
 /// A shared run's wait for quiet after one tool's block of calls: whether the run went
 /// quiet before the bound (if not, something the block set off may still be at work when
-/// the next block starts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// the next block starts), and tools/list asked for again then, so that a change of the
+/// manifest is tied to the block it followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Settled {
     /// The index of the block's last call.
     pub(crate) after_call: usize,
     pub(crate) quiet: bool,
     /// When the wait ended, since the run's start.
     pub(crate) t_ns: u64,
+    /// The raw tools/list, when it differs from the one before it (the handshake's for the
+    /// first block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Value>,
+    /// Why tools/list failed then, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) relist_failed: Option<String>,
 }
 
 /// One call and what came back.
@@ -600,6 +608,7 @@ async fn converse(
         }
     }
     let baseline = running.map_or_else(Vec::new, Running::pids);
+    let mut listed = output.tools.as_ref().map(|t| t.raw.clone());
     listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
         // A repeat is judged by the state it found and the state it left: the lab settles
@@ -666,10 +675,21 @@ async fn converse(
         }
         if block_ends.contains(&offset) {
             let went_quiet = settle(running, &baseline, last_event, quiet).await;
+            let t_ns = log.elapsed().as_nanos() as u64;
+            let (tools, relist_failed) = match session.list_tools().await {
+                Ok(tools) if listed.as_ref() == Some(&tools.raw) => (None, None),
+                Ok(tools) => {
+                    listed = Some(tools.raw.clone());
+                    (Some(tools.raw), None)
+                }
+                Err(error) => (None, Some(error.to_string())),
+            };
             output.settles.push(Settled {
                 after_call: first_index + offset,
                 quiet: went_quiet,
-                t_ns: log.elapsed().as_nanos() as u64,
+                t_ns,
+                tools,
+                relist_failed,
             });
             listening(running, &mut output.listens);
         }

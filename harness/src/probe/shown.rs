@@ -68,29 +68,44 @@ pub(crate) fn effects(
     }
     let (reviewed, launched) = (listed(control), listed(subject));
     if let Some(Ok(Value::Array(later))) = &subject.later_tools {
-        let last = subject.calls.last();
-        // Within the session every change is the server's doing; across launches a text
-        // that differs only by the order of its items (a set printed in hash order) is
-        // nondeterminism, not a rug pull.
-        let mut drifts: Vec<(Drift, &str)> = manifest_drift(launched, later)
-            .into_iter()
-            .map(|d| (d, "within_session"))
+        let last = subject.calls.last().map(|c| c.index);
+        // Within the session every change is the server's doing, tied to the block it
+        // followed where a shared run listed the tools between blocks, else to the last
+        // call; across launches a text that differs only by the order of its items (a set
+        // printed in hash order) is nondeterminism, not a rug pull.
+        let mut listings: Vec<(&[Value], Option<usize>)> = subject
+            .settles
+            .iter()
+            .filter_map(|s| match &s.tools {
+                Some(Value::Array(tools)) => Some((tools.as_slice(), Some(s.after_call))),
+                _ => None,
+            })
             .collect();
+        listings.push((later.as_slice(), last));
+        let mut drifts: Vec<(Drift, &str, Option<usize>)> = Vec::new();
+        let mut before = launched;
+        for (after, call) in listings {
+            drifts.extend(
+                manifest_drift(before, after)
+                    .into_iter()
+                    .map(|d| (d, "within_session", call)),
+            );
+            before = after;
+        }
         for drift in manifest_drift(reviewed, launched) {
-            let known = drifts.iter().any(|(d, _)| d.tool == drift.tool);
+            let known = drifts.iter().any(|(d, _, _)| d.tool == drift.tool);
             if !known && !reordered_only(reviewed, launched, &drift.tool) {
-                drifts.push((drift, "across_launches"));
+                drifts.push((drift, "across_launches", last));
             }
         }
-        for (drift, between) in drifts {
+        for (drift, between, call) in drifts {
             let mut detail = drift.to_json();
             merge(
                 &mut detail,
-                &json!({"run": subject.id, "after_call": last.map(|c| c.index),
+                &json!({"run": subject.id, "after_call": call,
                     "notifications": subject.list_changed, "between": between}),
             );
-            let attribution =
-                last.map_or(Attribution::Unattributed, |c| Attribution::Call(c.index));
+            let attribution = call.map_or(Attribution::Unattributed, Attribution::Call);
             effects.push(Effect {
                 class: EffectClass::ManifestChanged,
                 path: drift.tool.clone(),
