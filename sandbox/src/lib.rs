@@ -62,5 +62,6 @@ pub use sandbox::{
 };
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,
-    OverlayWitness, SelfTest, WitnessError, WitnessReport, layer_states, read_beneath,
+    OverlayWitness, SelfTest, UpperSnapshot, WitnessError, WitnessReport, layer_states,
+    read_beneath, upper_snapshot,
 };

@@ -585,6 +585,13 @@ impl Running {
     pub fn visibility(&self) -> &Visibility {
         &self.visibility
     }
+    /// What the run's upper layer holds now, path by path ([`crate::upper_snapshot`]):
+    /// what a shared run compares between its blocks to time changes no event timed.
+    pub fn upper_snapshot(&self, max: usize) -> Option<crate::UpperSnapshot> {
+        let dir = self.guard.run_dir.as_ref()?;
+        crate::witness::upper_snapshot(&dir.upper(), max)
+    }
+
     /// The state of each sandbox path in `paths` in the run's upper layer now, read safely
     /// while the program runs ([`crate::layer_states`]).
     pub fn layer_states(&self, paths: &[PathBuf]) -> Vec<crate::LayerState> {

@@ -674,6 +674,49 @@ pub fn layer_states(upper: &Path, paths: &[PathBuf]) -> Vec<LayerState> {
     paths.iter().map(|path| layer_state(&root, path)).collect()
 }
 
+/// What the upper layer holds, path by path (in the sandbox's view): each entry's size,
+/// modification time, mode and inode, so that two snapshots tell which paths were
+/// written between them. Walked like the witness, by descriptor beneath `upper`, no link
+/// followed; `None` when it holds more than `max` entries or cannot be read whole.
+pub fn upper_snapshot(upper: &Path, max: usize) -> Option<UpperSnapshot> {
+    use std::os::fd::AsRawFd;
+    let root = File::open(upper).ok()?;
+    let mut snapshot = UpperSnapshot::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let dir = if relative.as_os_str().is_empty() {
+            root.try_clone().ok()?
+        } else {
+            sys::open_dir_beneath(&root, &relative).ok()?
+        };
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        for entry in std::fs::read_dir(&by_fd).ok()? {
+            let entry = entry.ok()?;
+            // fstatat beneath the open directory, the link itself if it is one.
+            let meta = entry.metadata().ok()?;
+            let path = relative.join(entry.file_name());
+            if meta.is_dir() {
+                pending.push(path.clone());
+            }
+            let stamp = (
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+                meta.mode(),
+                meta.ino(),
+            );
+            snapshot.insert(Path::new("/").join(path), stamp);
+            if snapshot.len() > max {
+                return None;
+            }
+        }
+    }
+    Some(snapshot)
+}
+
+/// [`upper_snapshot`]'s result: size, mtime (s, ns), mode and inode by sandbox path.
+pub type UpperSnapshot = std::collections::BTreeMap<PathBuf, (u64, i64, i64, u32, u64)>;
+
 /// At most `cap` bytes of the regular file `path` (a path in the sandbox's view) in
 /// `layer` (an upper or lower directory, opened once by the caller for all its reads),
 /// opened as [`layer_states`] opens it: beneath the layer, no symbolic link followed,
