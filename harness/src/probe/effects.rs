@@ -101,6 +101,40 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
     }
 }
 
+/// Gives a change no lab event timed the time of each block (of a shared run) whose
+/// snapshot of the upper layer saw its path written: the send time of the block's first
+/// call, the call a run of that block alone gives an untimed change to ([`UNTIMED`]).
+/// Nothing when a snapshot was blind, since the change may lie in its gap.
+pub(crate) fn stamp_by_snapshots(
+    changes: &mut [ObservedChange],
+    settles: &[super::run::Settled],
+    calls: &[CallRecord],
+) {
+    if settles.is_empty() || settles.iter().any(|s| s.upper_blind) {
+        return;
+    }
+    let sent = |index: usize| {
+        let call = calls.iter().find(|c| c.index == index)?;
+        call.outcome.as_ref().ok().map(|o| o.requested_at)
+    };
+    // Each block's first call: the one after the previous block's last.
+    let mut first = calls.first().map(|c| c.index);
+    let mut blocks = Vec::new();
+    for settled in settles {
+        blocks.push((settled, first.and_then(sent)));
+        first = Some(settled.after_call + 1);
+    }
+    for observed in changes.iter_mut().filter(|o| o.writes.is_empty()) {
+        let path = observed.change.path();
+        observed.writes = blocks
+            .iter()
+            .filter(|(s, _)| s.upper.iter().any(|p| p == path))
+            .filter_map(|(_, at)| *at)
+            .take(MAX_WRITES)
+            .collect();
+    }
+}
+
 /// What `path` (in the sandbox's view) holds in `layer`, capped; read beneath the layer
 /// without following a link the program left there.
 fn read_capped(layer: &std::fs::File, path: &Path) -> Option<Vec<u8>> {
@@ -567,6 +601,36 @@ mod tests {
         assert_eq!(at(700), Attribution::AfterResponse(4));
         assert_eq!(at(900), Attribution::Shutdown);
         assert_eq!(at(50), Attribution::Unattributed);
+    }
+
+    /// A change outside the watched lab gets the send time of the first call of each block
+    /// whose upper-layer snapshot saw it written; a blind snapshot leaves it untimed.
+    #[test]
+    fn snapshots_time_an_unwatched_change_by_its_block() {
+        let calls = [call(3, 100, 200), call(4, 300, 400), call(5, 500, 600)];
+        let settled = |after_call, upper: &[&str], upper_blind| super::super::run::Settled {
+            after_call,
+            quiet: true,
+            t_ns: 0,
+            tools: None,
+            relist_failed: None,
+            upper: upper.iter().map(PathBuf::from).collect(),
+            upper_blind,
+        };
+        let settles = [
+            settled(3, &[], false),
+            settled(5, &["/opt/app/state.json"], false),
+        ];
+        let mut changes = vec![created("/opt/app/state.json", b"{}")];
+        stamp_by_snapshots(&mut changes, &settles, &calls);
+        assert_eq!(changes[0].writes, [Duration::from_millis(300)]);
+        let mut blind = vec![created("/opt/app/state.json", b"{}")];
+        let settles = [
+            settled(3, &[], true),
+            settled(5, &["/opt/app/state.json"], false),
+        ];
+        stamp_by_snapshots(&mut blind, &settles, &calls);
+        assert!(blind[0].writes.is_empty());
     }
 
     #[test]

@@ -455,6 +455,11 @@ impl RunBuilder {
     /// The run, with what is derived from its events (write times of changes) filled in.
     pub(crate) fn finish(mut self) -> RunOutput {
         super::effects::stamp(&mut self.output.changes, &self.output.lab_events);
+        super::effects::stamp_by_snapshots(
+            &mut self.output.changes,
+            &self.output.settles,
+            &self.output.calls,
+        );
         self.output.frame_stats = self.output.lost.frames;
         self.output
     }

@@ -97,6 +97,35 @@ pub(crate) struct Settled {
     /// Why tools/list failed then, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) relist_failed: Option<String>,
+    /// Upper-layer paths written since the previous wait (the first: since the handshake),
+    /// from snapshots of the layer: what times a change no lab event timed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) upper: Vec<std::path::PathBuf>,
+    /// The snapshot could not be taken or compared whole (too many entries, unreadable):
+    /// changes no event timed stay untimed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) upper_blind: bool,
+}
+
+/// Entries of the upper layer a shared run's snapshot reads at most, and paths written
+/// between two snapshots it keeps.
+const MAX_SNAPSHOT: usize = 20_000;
+const MAX_UPPER_WRITTEN: usize = 1024;
+
+/// The upper-layer paths written between two snapshots; `None` when either is missing
+/// or more were written than are kept.
+fn upper_written(
+    before: Option<&vac_sandbox::UpperSnapshot>,
+    after: Option<&vac_sandbox::UpperSnapshot>,
+) -> Option<Vec<std::path::PathBuf>> {
+    let (before, after) = (before?, after?);
+    let changed = after
+        .iter()
+        .filter(|(path, stamp)| before.get(*path) != Some(*stamp))
+        .map(|(path, _)| path)
+        .chain(before.keys().filter(|path| !after.contains_key(*path)));
+    let written: Vec<std::path::PathBuf> = changed.take(MAX_UPPER_WRITTEN + 1).cloned().collect();
+    (written.len() <= MAX_UPPER_WRITTEN).then_some(written)
 }
 
 /// One call and what came back.
@@ -609,6 +638,11 @@ async fn converse(
     }
     let baseline = running.map_or_else(Vec::new, Running::pids);
     let mut listed = output.tools.as_ref().map(|t| t.raw.clone());
+    let snapshot = |running: Option<&Running>| running?.upper_snapshot(MAX_SNAPSHOT);
+    let mut layer = match blocks.is_empty() {
+        true => None,
+        false => snapshot(running),
+    };
     listening(running, &mut output.listens);
     for (offset, call) in calls.iter().enumerate() {
         // A repeat is judged by the state it found and the state it left: the lab settles
@@ -684,18 +718,36 @@ async fn converse(
                 }
                 Err(error) => (None, Some(error.to_string())),
             };
+            let now = snapshot(running);
+            let written = upper_written(layer.as_ref(), now.as_ref());
+            layer = now;
             output.settles.push(Settled {
                 after_call: first_index + offset,
                 quiet: went_quiet,
                 t_ns,
                 tools,
                 relist_failed,
+                upper_blind: written.is_none(),
+                upper: written.unwrap_or_default(),
             });
             listening(running, &mut output.listens);
         }
     }
-    settle(running, &baseline, last_event, quiet).await;
+    let went_quiet = settle(running, &baseline, last_event, quiet).await;
     listening(running, &mut output.listens);
+    if let Some(last) = output.calls.last().filter(|_| !blocks.is_empty()) {
+        // The last block's snapshot: what was written after it is the shutdown's.
+        let written = upper_written(layer.as_ref(), snapshot(running).as_ref());
+        output.settles.push(Settled {
+            after_call: last.index,
+            quiet: went_quiet,
+            t_ns: log.elapsed().as_nanos() as u64,
+            tools: None,
+            relist_failed: None,
+            upper_blind: written.is_none(),
+            upper: written.unwrap_or_default(),
+        });
+    }
     if output.role == Role::Subject {
         // After the quiet period, so a change the calls set off on a timer is in.
         output.later_tools = Some(match session.list_tools().await {
