@@ -56,13 +56,13 @@ pub(crate) fn assess(
             block.doubt = Some(why.clone());
         }
     };
-    if let Some(why) = whole_run_doubt(shared, control, lab) {
+    let mut observation = observe::start(control, lab);
+    observe::add(&mut observation, shared, control, lab);
+    if let Some(why) = whole_run_doubt(shared, &observation) {
         doubt_all(&mut blocks, why);
         return blocks;
     }
     let block_of = |index: usize| blocks.iter().position(|b| b.calls.contains(&index));
-    let mut observation = observe::start(control, lab);
-    observe::add(&mut observation, shared, control, lab);
     // The first block after which every later block is in doubt, and why: something may
     // still act, or listen, when they run.
     let mut dirty: Option<(usize, String)> = None;
@@ -195,15 +195,13 @@ fn overlaps(touched: &std::path::Path, changed: &std::path::Path) -> bool {
 
 /// Why no block of the shared run can be graded on it: the run failed, a sensor was not
 /// live, the server said its tools changed.
-fn whole_run_doubt(shared: &RunOutput, control: &RunOutput, lab: &LabRecord) -> Option<String> {
+fn whole_run_doubt(shared: &RunOutput, observation: &vac_contracts::Observation) -> Option<String> {
     if let Some(failure) = &shared.failure {
         return Some(format!("the shared run failed: {}", failure.detail));
     }
     if let Some(failed) = shared.settles.iter().find_map(|s| s.relist_failed.as_ref()) {
         return Some(format!("tools/list between blocks failed: {failed}"));
     }
-    let mut observation = observe::start(control, lab);
-    observe::add(&mut observation, shared, control, lab);
     let blind = observation
         .sensors
         .iter()
