@@ -608,14 +608,9 @@ mod tests {
     #[test]
     fn snapshots_time_an_unwatched_change_by_its_block() {
         let calls = [call(3, 100, 200), call(4, 300, 400), call(5, 500, 600)];
-        let settled = |after_call, upper: &[&str], upper_blind| super::super::run::Settled {
-            after_call,
-            quiet: true,
-            t_ns: 0,
-            tools: None,
-            relist_failed: None,
-            upper: upper.iter().map(PathBuf::from).collect(),
-            upper_blind,
+        let settled = |after_call, upper: &[&str], blind: bool| {
+            let written = (!blind).then(|| upper.iter().map(PathBuf::from).collect());
+            super::super::run::Settled::new(after_call, true, 0, written)
         };
         let settles = [
             settled(3, &[], false),

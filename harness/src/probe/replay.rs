@@ -303,11 +303,11 @@ pub(crate) fn grade(
 /// recorded in plan order.
 pub(crate) fn shared_runs<'a>(
     plan: &'a ProbePlan,
-    runs: &'a [RunOutput],
+    runs: impl IntoIterator<Item = &'a RunOutput>,
 ) -> impl Iterator<Item = (&'a PlannedRun, &'a RunOutput)> {
     let planned = plan.runs.iter().filter(|r| r.scope == Scope::Shared);
     let recorded = runs
-        .iter()
+        .into_iter()
         .filter(|r| r.role == Role::Subject && r.tool.is_none());
     planned.zip(recorded)
 }
@@ -331,20 +331,14 @@ fn adaptive(
         .iter()
         .filter(|r| r.scope == Scope::Shared)
         .count();
-    let recorded: Vec<&RunOutput> = subjects
-        .iter()
-        .copied()
-        .filter(|r| r.tool.is_none())
-        .collect();
-    if recorded.len() != planned {
+    let recorded = subjects.iter().filter(|r| r.tool.is_none()).count();
+    if recorded != planned {
         return Err(inconsistent(format!(
-            "the plan has {planned} shared runs, the receipts {}",
-            recorded.len()
+            "the plan has {planned} shared runs, the receipts {recorded}"
         )));
     }
     let mut isolated = record::Isolated::new();
-    let shared_plans = plan.runs.iter().filter(|r| r.scope == Scope::Shared);
-    for (planned, shared) in shared_plans.zip(recorded) {
+    for (planned, shared) in shared_runs(plan, subjects.iter().copied()) {
         let assessed = super::adaptive::assess(planned, shared, control, lab);
         let accepted: Vec<&[usize]> = assessed
             .iter()

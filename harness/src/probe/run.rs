@@ -107,6 +107,27 @@ pub(crate) struct Settled {
     pub(crate) upper_blind: bool,
 }
 
+impl Settled {
+    /// A wait after the call `after_call`, with the upper-layer paths written since the
+    /// previous one (`None`: the snapshots could not tell) and no tools/list.
+    pub(crate) fn new(
+        after_call: usize,
+        quiet: bool,
+        t_ns: u64,
+        written: Option<Vec<std::path::PathBuf>>,
+    ) -> Settled {
+        Settled {
+            after_call,
+            quiet,
+            t_ns,
+            tools: None,
+            relist_failed: None,
+            upper_blind: written.is_none(),
+            upper: written.unwrap_or_default(),
+        }
+    }
+}
+
 /// Entries of the upper layer a shared run's snapshot reads at most, and paths written
 /// between two snapshots it keeps.
 const MAX_SNAPSHOT: usize = 20_000;
@@ -722,13 +743,9 @@ async fn converse(
             let written = upper_written(layer.as_ref(), now.as_ref());
             layer = now;
             output.settles.push(Settled {
-                after_call: first_index + offset,
-                quiet: went_quiet,
-                t_ns,
                 tools,
                 relist_failed,
-                upper_blind: written.is_none(),
-                upper: written.unwrap_or_default(),
+                ..Settled::new(first_index + offset, went_quiet, t_ns, written)
             });
             listening(running, &mut output.listens);
         }
@@ -738,15 +755,10 @@ async fn converse(
     if let Some(last) = output.calls.last().filter(|_| !blocks.is_empty()) {
         // The last block's snapshot: what was written after it is the shutdown's.
         let written = upper_written(layer.as_ref(), snapshot(running).as_ref());
-        output.settles.push(Settled {
-            after_call: last.index,
-            quiet: went_quiet,
-            t_ns: log.elapsed().as_nanos() as u64,
-            tools: None,
-            relist_failed: None,
-            upper_blind: written.is_none(),
-            upper: written.unwrap_or_default(),
-        });
+        let t_ns = log.elapsed().as_nanos() as u64;
+        output
+            .settles
+            .push(Settled::new(last.index, went_quiet, t_ns, written));
     }
     if output.role == Role::Subject {
         // After the quiet period, so a change the calls set off on a timer is in.
