@@ -313,6 +313,10 @@ async fn sock_diag_sees_a_listening_socket_of_the_program_with_its_pid() {
             .all(|s| s.inode == 0 || (s.local.port() != 53 && s.local.port() != 80)),
         "the sinkhole's own sockets are left out: {sockets:#?}"
     );
+    // The listening-only dump gives the same listeners, owners included.
+    let listeners = running.network().unwrap().listeners().unwrap();
+    let expected: Vec<_> = sockets.iter().filter(|s| s.is_listening()).collect();
+    assert_eq!(listeners.iter().collect::<Vec<_>>(), expected);
     let mut stdin = running.take_stdin().unwrap();
     stdin.shutdown().await.unwrap();
     drop(stdin);

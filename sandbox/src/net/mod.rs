@@ -207,12 +207,28 @@ impl Sinkhole {
 
     /// The namespace's TCP and UDP sockets now (the sinkhole's own left out).
     pub fn sockets(&self) -> Result<Vec<SocketEntry>, NetError> {
-        let rows = diag::dump(&self.diag)?;
-        let owners = diag::owners(&self.proc_root, &self.netns);
+        self.entries(diag::Query::Every)
+    }
+
+    /// The namespace's listening TCP sockets now (the sinkhole's own left out): what
+    /// [`Network::sockets`] would list as listening, at a fraction of its cost.
+    pub fn listeners(&self) -> Result<Vec<SocketEntry>, NetError> {
+        self.entries(diag::Query::TcpListening)
+    }
+
+    fn entries(&self, query: diag::Query) -> Result<Vec<SocketEntry>, NetError> {
         let own = diag::held_by(&self.proc_root.join(std::process::id().to_string()));
-        Ok(rows
+        let rows: Vec<_> = diag::dump(&self.diag, query)?
             .into_iter()
             .filter(|(_, row)| !own.contains(&row.inode))
+            .collect();
+        // Tracing owners reads every process's descriptors: only when there is one to trace.
+        let owners = match rows.is_empty() {
+            true => Default::default(),
+            false => diag::owners(&self.proc_root, &self.netns),
+        };
+        Ok(rows
+            .into_iter()
             .map(|(transport, row)| SocketEntry {
                 transport,
                 local: log::canonical(row.local),
