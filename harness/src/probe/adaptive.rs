@@ -17,7 +17,7 @@ use super::effects;
 use super::observe;
 use super::plan::PlannedRun;
 use super::plants::LabRecord;
-use super::run::RunOutput;
+use super::run::{RunOutput, Settled};
 
 /// One tool's block of a shared run, as assessed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +51,19 @@ pub(crate) fn assess(
             }
         })
         .collect();
+    // A run that stopped after a block never made the blocks after it.
+    if let Some((after, why)) = shared
+        .settles
+        .iter()
+        .find_map(|s| Some((s.after_call, s.stopped.as_ref()?)))
+    {
+        for block in blocks
+            .iter_mut()
+            .filter(|b| b.calls.first().is_some_and(|first| *first > after))
+        {
+            block.doubt = Some(format!("the shared run stopped before it: {why}"));
+        }
+    }
     let doubt_all = |blocks: &mut Vec<Assessed>, why: String| {
         for block in blocks.iter_mut() {
             block.doubt = Some(why.clone());
@@ -108,10 +121,7 @@ pub(crate) fn assess(
         else {
             continue;
         };
-        let watched = |path: &str| {
-            let path = std::path::Path::new(path);
-            path.starts_with(&lab.root) || lab.tmp.as_ref().is_some_and(|t| path.starts_with(t))
-        };
+        let watched = |path: &str| watched(lab, std::path::Path::new(path));
         if effect.class == EffectClass::Listen {
             dirties(block_of(index), format!("call {index} made {what}"));
         } else if effect.class.is_fs() && !watched(&effect.path) {
@@ -168,6 +178,44 @@ pub(crate) fn assess(
         }
     }
     blocks
+}
+
+/// Why, at the end of a shared run's block, every later block is in doubt already, if it
+/// is: the block did not go quiet, tools/list failed or changed, it opened a listener
+/// (`listened`), or it wrote outside the watched lab. [`assess`] doubts every later block
+/// for each of these, so the run stops there rather than make calls that would only be
+/// made again in their own runs.
+pub(crate) fn stops_after(
+    settled: &Settled,
+    listened: Option<&str>,
+    lab: &LabRecord,
+) -> Option<String> {
+    let block = format!("the block ending with call {}", settled.after_call);
+    if !settled.quiet {
+        return Some(format!(
+            "the run did not go quiet after {block} within the bound"
+        ));
+    }
+    if let Some(failed) = &settled.relist_failed {
+        return Some(format!("tools/list after {block} failed: {failed}"));
+    }
+    if settled.tools.is_some() {
+        return Some(format!("the manifest changed in {block}"));
+    }
+    if let Some(address) = listened {
+        return Some(format!("{block} opened a listener on {address}"));
+    }
+    let outside = settled.upper.iter().find(|path| !watched(lab, path))?;
+    Some(format!(
+        "{block} wrote {}, outside the lab",
+        outside.display()
+    ))
+}
+
+/// Whether the lab watcher sees `path`: the lab, and the temporary directory beside a lab
+/// that stands in for a home.
+fn watched(lab: &LabRecord, path: &std::path::Path) -> bool {
+    path.starts_with(&lab.root) || lab.tmp.as_ref().is_some_and(|t| path.starts_with(t))
 }
 
 /// When each block's first call was sent, and when the next block's was (`None`: the
@@ -509,6 +557,77 @@ mod tests {
         launched.later_tools = Some(Ok(json!([tool("something else")])));
         for doubt in assess(&planned(), &launched, &control, &lab()) {
             assert!(doubt.doubt.unwrap().contains("manifest change"));
+        }
+    }
+
+    /// Each reason `assess` has to doubt every later block, seen as the block settles,
+    /// stops the run; a quiet block that wrote inside the lab does not.
+    #[test]
+    fn a_block_that_dooms_every_later_one_stops_the_run() {
+        let lab = lab();
+        let quiet = || Settled::new(11, true, 0, Some(vec![format!("{WORK}/a.md").into()]));
+        assert_eq!(stops_after(&quiet(), None, &lab), None);
+        let mut tmp = quiet();
+        tmp.upper = vec![Path::new(lab.tmp.as_ref().unwrap()).join("cache")];
+        assert_eq!(stops_after(&tmp, None, &lab), None);
+        let outside = Settled {
+            upper: vec!["/opt/app/state.json".into()],
+            ..quiet()
+        };
+        let changed = Settled {
+            tools: Some(json!([])),
+            ..quiet()
+        };
+        let relist = Settled {
+            relist_failed: Some("the session closed".into()),
+            ..quiet()
+        };
+        for (settled, listened, says) in [
+            (
+                Settled::new(11, false, 0, Some(Vec::new())),
+                None,
+                "did not go quiet after the block ending with call 11",
+            ),
+            (
+                relist,
+                None,
+                "tools/list after the block ending with call 11 failed",
+            ),
+            (
+                changed,
+                None,
+                "the manifest changed in the block ending with call 11",
+            ),
+            (
+                quiet(),
+                Some("0.0.0.0:7777"),
+                "opened a listener on 0.0.0.0:7777",
+            ),
+            (outside, None, "wrote /opt/app/state.json, outside the lab"),
+        ] {
+            let why = stops_after(&settled, listened, &lab).unwrap_or_default();
+            assert!(why.contains(says), "{why:?} lacks {says:?}");
+        }
+    }
+
+    /// The blocks a run that stopped never made are in doubt, with the reason it stopped;
+    /// the blocks before are assessed as ever.
+    #[test]
+    fn the_blocks_after_a_stop_are_in_doubt() {
+        let mut run = shared();
+        run.calls.truncate(1);
+        run.settles = vec![Settled {
+            stopped: Some("the block ending with call 10 opened a listener".into()),
+            ..Settled::new(10, true, 0, Some(Vec::new()))
+        }];
+        let found = doubts(&run);
+        assert_eq!(found[0], None);
+        for doubt in &found[1..] {
+            let doubt = doubt.as_deref().unwrap();
+            assert!(
+                doubt.contains("stopped before it: the block ending with call 10 opened"),
+                "{doubt}"
+            );
         }
     }
 

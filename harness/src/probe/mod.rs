@@ -25,7 +25,6 @@ mod witness;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use vac_contracts::{
     Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
@@ -260,14 +259,30 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             "first_index": first_index, "calls": calls.len()})
     };
 
-    let control = control_run(&server, &options).await?;
-    recorder
-        .run(&control, &target, run_config(&[], 0))
-        .map_err(receipts)?;
-    let Some((decls, malformed)) = manifest(&control) else {
+    // The plan needs the control run's manifest, not its end: once its tools/list is
+    // answered, the subject runs start while it settles and is torn down beside them.
+    let server = std::sync::Arc::new(server);
+    let (listed, listing) = tokio::sync::oneshot::channel();
+    let control = {
+        let (server, quiet, client) = (
+            std::sync::Arc::clone(&server),
+            options.quiet,
+            options.client.clone(),
+        );
+        AbortOnDrop(tokio::spawn(async move {
+            run::execute_listing(&server, control_plan(quiet, &client), Some(listed)).await
+        }))
+    };
+    let listed = listing.await.ok();
+    let Some((decls, malformed)) = listed.as_ref().and_then(manifest) else {
+        let control = control.join().await?;
+        recorder
+            .run(&control, &target, run_config(&[], 0))
+            .map_err(receipts)?;
         recorder.seal().map_err(receipts)?;
         return Ok(replay::report(dir)?);
     };
+    let control_listed = listed.expect("a manifest came with the listing");
 
     // Pre-registration: the contract's bytes go into the receipts before the first call.
     let lab_paths = planted.record.lab_paths();
@@ -279,7 +294,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         ),
         _ => {
             let derived = derive(&decls);
-            let text = render(&derived, &server_identity(&control));
+            let text = render(&derived, &server_identity(&control_listed));
             (derived, DERIVED.to_string(), text)
         }
     };
@@ -296,32 +311,27 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     recorder.plan(&plan).map_err(receipts)?;
 
     // The subject runs are independent sandboxes: up to `jobs` at once, each recorded in
-    // plan order as it comes back. Adaptive isolation's own runs wait for the shared run,
-    // whose receipts say which tools they are needed for.
-    let server = std::sync::Arc::new(server);
-    let mut record = |planned: &PlannedRun, output: &RunOutput| {
-        recorder
-            .run(
-                output,
-                &target,
-                run_config(&planned.calls, planned.first_index),
-            )
-            .map_err(receipts)
+    // plan order as it comes back, after the control run. Adaptive isolation's own runs
+    // wait for the shared run, whose receipts say which tools they are needed for.
+    let mut record = |planned: Option<&PlannedRun>, output: &RunOutput| {
+        let config = match planned {
+            Some(planned) => run_config(&planned.calls, planned.first_index),
+            None => run_config(&[], 0),
+        };
+        recorder.run(output, &target, config).map_err(receipts)
     };
     let first: Vec<&PlannedRun> = plan
         .runs
         .iter()
         .filter(|r| r.role == Role::Subject && r.scope != Scope::IfDoubted)
         .collect();
-    subject_runs(&server, &first, &options, &mut record).await?;
-    let doubted = doubted(&plan, dir)?;
-    let second: Vec<&PlannedRun> = plan
-        .runs
-        .iter()
-        .filter(|r| r.scope == Scope::IfDoubted)
-        .filter(|r| r.tool.as_ref().is_some_and(|t| doubted.contains(t)))
-        .collect();
-    subject_runs(&server, &second, &options, &mut record).await?;
+    let runs = Runs {
+        server: &server,
+        plan: &plan,
+        options: &options,
+        dir,
+    };
+    subject_runs(runs, first, control, &mut record).await?;
     // One grading path: the verdicts come from the receipts as written, never from memory.
     // The records read for grading are dropped before the report reads them again.
     {
@@ -337,53 +347,95 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     Ok(replay::report(dir)?)
 }
 
-/// Executes `runs` up to `options.jobs` at once, each a task of its own (one run's blocking
-/// teardown does not stall another's conversation), and records each as it comes back, in
-/// the order given.
+/// What the subject runs of one probe are made from.
+#[derive(Clone, Copy)]
+struct Runs<'a> {
+    server: &'a std::sync::Arc<Server>,
+    plan: &'a ProbePlan,
+    options: &'a ProbeOptions,
+    /// The receipts, which say what a shared run left in doubt.
+    dir: &'a std::path::Path,
+}
+
+/// Executes `first` up to `options.jobs` at once, each a task of its own (one run's
+/// blocking teardown does not stall another's conversation), and records each as it comes
+/// back, in the order given; `control`, still finishing beside them, is recorded first.
+/// Once a shared run is recorded, the own runs of the tools it left in doubt join the
+/// queue: they start while later shared runs go on.
 async fn subject_runs(
-    server: &std::sync::Arc<Server>,
-    runs: &[&PlannedRun],
-    options: &ProbeOptions,
-    record: &mut impl FnMut(&PlannedRun, &RunOutput) -> Result<(), ProbeError>,
+    runs: Runs<'_>,
+    first: Vec<&PlannedRun>,
+    control: AbortOnDrop<Result<RunOutput, vac_sandbox::SandboxError>>,
+    record: &mut impl FnMut(Option<&PlannedRun>, &RunOutput) -> Result<(), ProbeError>,
 ) -> Result<(), ProbeError> {
-    let mut finished = futures_util::stream::iter(runs.iter().map(|planned| {
+    let Runs {
+        server,
+        plan,
+        options,
+        dir,
+    } = runs;
+    let start = |planned: &PlannedRun| {
         let server = std::sync::Arc::clone(server);
-        let planned = (*planned).clone();
+        let planned = planned.clone();
+        let lab = (planned.scope == Scope::Shared).then(|| plan.lab.clone());
         let (quiet, client) = (options.quiet, options.client.clone());
-        let job = async move {
+        AbortOnDrop(tokio::spawn(async move {
             let plan = RunPlan {
                 role: Role::Subject,
                 tool: planned.tool.as_deref(),
                 calls: &planned.calls,
                 blocks: &planned.blocks,
+                lab: lab.as_ref(),
                 first_index: planned.first_index,
                 quiet,
                 options: &client,
             };
             run::execute(&server, plan).await
+        }))
+    };
+    // Started runs, the oldest first: a run's task starts when it is spawned, so the runs
+    // go on while an earlier one (or the control run) is awaited. At most `jobs` are held,
+    // running or done and waiting to be recorded.
+    let mut queue: std::collections::VecDeque<&PlannedRun> = first.into();
+    let mut started = std::collections::VecDeque::new();
+    let mut control = Some(control);
+    loop {
+        while started.len() < options.jobs.max(1) {
+            let Some(planned) = queue.pop_front() else {
+                break;
+            };
+            started.push_back((planned, start(planned)));
+        }
+        if let Some(control) = control.take() {
+            record(None, &control.join().await?)?;
+        }
+        let Some((planned, task)) = started.pop_front() else {
+            return Ok(());
         };
-        async move { AbortOnDrop(tokio::spawn(job)).join().await }
-    }))
-    .buffered(options.jobs.max(1));
-    for planned in runs {
-        let output = finished.next().await.expect("one output per planned run")?;
-        record(planned, &output)?;
+        record(Some(planned), &task.join().await?)?;
+        if planned.scope == Scope::Shared {
+            let doubted = doubted(plan, dir, planned)?;
+            queue.extend(plan.runs.iter().filter(|r| {
+                r.scope == Scope::IfDoubted && r.tool.as_ref().is_some_and(|t| doubted.contains(t))
+            }));
+        }
     }
-    Ok(())
 }
 
-/// The tools an adaptive plan's shared runs leave in doubt, read from the receipts they
-/// were recorded in: what their own runs are made for. Empty for other plans.
-fn doubted(plan: &ProbePlan, dir: &std::path::Path) -> Result<Vec<String>, ProbeError> {
-    if !plan.runs.iter().any(|r| r.scope == Scope::Shared) {
-        return Ok(Vec::new());
-    }
+/// The tools the recorded shared run `shared` leaves in doubt, read from the receipts it
+/// was recorded in: what their own runs are made for.
+fn doubted(
+    plan: &ProbePlan,
+    dir: &std::path::Path,
+    shared: &PlannedRun,
+) -> Result<Vec<String>, ProbeError> {
     let recorded = replay::read(dir)?;
     let Some(control) = recorded.runs.iter().find(|r| r.role == Role::Control) else {
         return Ok(Vec::new());
     };
     Ok(replay::shared_runs(plan, &recorded.runs)
-        .flat_map(|(planned, shared)| adaptive::assess(planned, shared, control, &plan.lab))
+        .filter(|(planned, _)| planned.first_index == shared.first_index)
+        .flat_map(|(planned, run)| adaptive::assess(planned, run, control, &plan.lab))
         .filter(|block| block.doubt.is_some())
         .map(|block| block.tool)
         .collect())
@@ -622,12 +674,27 @@ fn share(
         chunk_calls += run.calls.len();
         run.scope = Scope::IfDoubted;
     }
+    // The own runs in the order of the blocks: a shared run's doubted tools join the
+    // queue as it is recorded, so the receipts keep plan order.
+    let order: Vec<String> = shared
+        .iter()
+        .flat_map(|run| run.blocks.iter().map(|b| b.tool.clone()))
+        .collect();
     let at = plan
         .runs
         .iter()
         .position(|r| r.role == Role::Subject)
         .unwrap_or(plan.runs.len());
     plan.runs.splice(at..at, shared);
+    plan.runs.sort_by_key(|run| match run.scope {
+        Scope::IfDoubted => {
+            1 + order
+                .iter()
+                .position(|t| run.tool.as_ref() == Some(t))
+                .unwrap_or(order.len())
+        }
+        _ => 0,
+    });
 }
 
 /// Per-call isolation's plan: each tool's run becomes one run per call
@@ -699,19 +766,20 @@ pub async fn control_manifest(
 
 /// Handshake and tools/list, no call: the server's background and its manifest.
 async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
-    Ok(run::execute(
-        server,
-        RunPlan {
-            role: Role::Control,
-            tool: None,
-            calls: &[],
-            blocks: &[],
-            first_index: 0,
-            quiet: options.quiet,
-            options: &options.client,
-        },
-    )
-    .await?)
+    Ok(run::execute(server, control_plan(options.quiet, &options.client)).await?)
+}
+
+fn control_plan(quiet: run::Quiet, client: &ClientOptions) -> RunPlan<'_> {
+    RunPlan {
+        role: Role::Control,
+        tool: None,
+        calls: &[],
+        blocks: &[],
+        lab: None,
+        first_index: 0,
+        quiet,
+        options: client,
+    }
 }
 
 /// A sandbox for the target's command, or the remote endpoint.

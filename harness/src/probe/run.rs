@@ -105,6 +105,10 @@ pub(crate) struct Settled {
     /// changes no event timed stay untimed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) upper_blind: bool,
+    /// The run stopped here: what this block did puts every later block in doubt, so they
+    /// were not made ([`super::adaptive::stops_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stopped: Option<String>,
 }
 
 impl Settled {
@@ -124,6 +128,7 @@ impl Settled {
             relist_failed: None,
             upper_blind: written.is_none(),
             upper: written.unwrap_or_default(),
+            stopped: None,
         }
     }
 }
@@ -342,6 +347,8 @@ pub(crate) struct RunPlan<'a> {
     /// A shared run's blocks: the run settles after each (the last settles as every run
     /// does).
     pub(crate) blocks: &'a [super::plan::Block],
+    /// A shared run's lab: the run stops after a block that puts every later one in doubt.
+    pub(crate) lab: Option<&'a super::plants::LabRecord>,
     pub(crate) first_index: usize,
     pub(crate) quiet: Quiet,
     pub(crate) options: &'a ClientOptions,
@@ -349,6 +356,17 @@ pub(crate) struct RunPlan<'a> {
 
 /// Runs the server once.
 pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOutput, SandboxError> {
+    execute_listing(server, plan, None).await
+}
+
+/// Runs the server once, and sends `listed` the run as far as its first tools/list once
+/// that is answered (the handshake's server, version and the manifest): what a plan
+/// needs, while the run goes on to settle and be torn down.
+pub(crate) async fn execute_listing(
+    server: &Server,
+    plan: RunPlan<'_>,
+    listed: Option<Listed>,
+) -> Result<RunOutput, SandboxError> {
     let RunPlan {
         role,
         tool,
@@ -357,7 +375,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
     } = plan;
     let (sandbox, http): (&Sandbox, _) = match server {
         Server::Remote(endpoint) => {
-            return Ok(remote(endpoint, plan).await);
+            return Ok(remote(endpoint, plan, listed).await);
         }
         Server::Stdio(sandbox) => (sandbox, None),
         Server::LaunchedHttp {
@@ -412,7 +430,7 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
             last_event: &last_event,
             written: &written,
         };
-        converse(Some(&running), wire, &log, plan, watch, &mut output).await;
+        converse(Some(&running), wire, &log, plan, watch, listed, &mut output).await;
     }
     // Teardown and the witness's walk block: other runs' tasks move to another thread.
     let stopped = blocking(|| running.stop())?;
@@ -570,7 +588,7 @@ fn network(log: &NetworkLog, output: &mut RunOutput) {
 }
 
 /// A run of a remote target: the conversation, recorded; no sandbox and no other sensor.
-async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>) -> RunOutput {
+async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>, listed: Option<Listed>) -> RunOutput {
     let log = FrameLog::new(Instant::now());
     let mut output = RunOutput::blank(target::remote_run_id(), plan.role, plan.tool);
     output.remote = true;
@@ -588,7 +606,7 @@ async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>) -> RunOutput {
         last_event: &last_event,
         written: &written,
     };
-    converse(None, wire, &log, plan, watch, &mut output).await;
+    converse(None, wire, &log, plan, watch, listed, &mut output).await;
     output.frames = log.drain();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
@@ -603,18 +621,23 @@ struct Watch<'a> {
     written: &'a Mutex<Written>,
 }
 
+/// Where a run sends itself as far as its first tools/list ([`execute_listing`]).
+pub(crate) type Listed = tokio::sync::oneshot::Sender<RunOutput>;
+
 async fn converse(
     running: Option<&Running>,
     wire: Wire,
     log: &FrameLog,
     plan: RunPlan<'_>,
     watch: Watch<'_>,
+    listed: Option<Listed>,
     output: &mut RunOutput,
 ) {
     let last_event = watch.last_event;
     let RunPlan {
         calls,
         blocks,
+        lab,
         first_index,
         quiet,
         options,
@@ -650,7 +673,17 @@ async fn converse(
         .as_ref()
         .map(|i| (i.name.clone(), i.version.clone()));
     match session.list_tools().await {
-        Ok(tools) => output.tools = Some(tools),
+        Ok(tools) => {
+            if let Some(listed) = listed {
+                let mut so_far = RunOutput::blank(output.id.clone(), output.role, None);
+                so_far.protocol_version.clone_from(&output.protocol_version);
+                so_far.server.clone_from(&output.server);
+                so_far.tools = Some(tools.clone());
+                // Nobody waiting (the probe stopped) is no failure of the run.
+                let _ = listed.send(so_far);
+            }
+            output.tools = Some(tools);
+        }
         Err(error) => {
             output.failure = Some(failure("tools/list", &error));
             session.shutdown().await;
@@ -665,6 +698,8 @@ async fn converse(
         false => snapshot(running),
     };
     listening(running, &mut output.listens);
+    // Listeners known when the current block began, and whether the run stopped early.
+    let (mut listens_before, mut stopped) = (output.listens.len(), false);
     for (offset, call) in calls.iter().enumerate() {
         // A repeat is judged by the state it found and the state it left: the lab settles
         // before it (so the first call's delayed writes are in) and after it.
@@ -742,23 +777,36 @@ async fn converse(
             let now = snapshot(running);
             let written = upper_written(layer.as_ref(), now.as_ref());
             layer = now;
-            output.settles.push(Settled {
+            listening(running, &mut output.listens);
+            let mut settled = Settled {
                 tools,
                 relist_failed,
                 ..Settled::new(first_index + offset, went_quiet, t_ns, written)
+            };
+            let listened = output.listens[listens_before..].first();
+            settled.stopped = lab.and_then(|lab| {
+                super::adaptive::stops_after(&settled, listened.map(|(a, _)| a.as_str()), lab)
             });
-            listening(running, &mut output.listens);
+            listens_before = output.listens.len();
+            stopped = settled.stopped.is_some();
+            output.settles.push(settled);
+            if stopped {
+                break;
+            }
         }
     }
-    let went_quiet = settle(running, &baseline, last_event, quiet).await;
-    listening(running, &mut output.listens);
-    if let Some(last) = output.calls.last().filter(|_| !blocks.is_empty()) {
-        // The last block's snapshot: what was written after it is the shutdown's.
-        let written = upper_written(layer.as_ref(), snapshot(running).as_ref());
-        let t_ns = log.elapsed().as_nanos() as u64;
-        output
-            .settles
-            .push(Settled::new(last.index, went_quiet, t_ns, written));
+    // A run that stopped early settled after its last call already: that wait is its last.
+    if !stopped {
+        let went_quiet = settle(running, &baseline, last_event, quiet).await;
+        listening(running, &mut output.listens);
+        if let Some(last) = output.calls.last().filter(|_| !blocks.is_empty()) {
+            // The last block's snapshot: what was written after it is the shutdown's.
+            let written = upper_written(layer.as_ref(), snapshot(running).as_ref());
+            let t_ns = log.elapsed().as_nanos() as u64;
+            output
+                .settles
+                .push(Settled::new(last.index, went_quiet, t_ns, written));
+        }
     }
     if output.role == Role::Subject {
         // After the quiet period, so a change the calls set off on a timer is in.
@@ -776,7 +824,7 @@ async fn converse(
 /// after the handshake and after each call, so a listener is tied to the call that opened it.
 fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
     let Some(running) = running else { return };
-    let Some(Ok(sockets)) = running.network().map(|n| n.sockets()) else {
+    let Some(Ok(sockets)) = running.network().map(|n| n.listeners()) else {
         return;
     };
     let now = running.started().elapsed();
