@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::unistd::Whence;
 
 use crate::sys;
 
@@ -334,17 +335,19 @@ fn pair_renames(changes: &mut Vec<FsChange>, deleted: &[(usize, u64, PathBuf)]) 
             renames.push((*index, target, digest));
         }
     }
-    let mut remove = Vec::new();
+    let mut remove = std::collections::HashSet::new();
     for (deleted, created, digest) in renames {
         let from = changes[deleted].path().to_path_buf();
         let to = changes[created].path().to_path_buf();
         changes[created] = FsChange::Renamed { from, to, digest };
-        remove.push(deleted);
+        remove.insert(deleted);
     }
-    remove.sort_unstable();
-    for index in remove.into_iter().rev() {
-        changes.remove(index);
-    }
+    // One pass, whatever the number of renames (removing one by one was quadratic).
+    let mut index = 0;
+    changes.retain(|_| {
+        index += 1;
+        !remove.contains(&(index - 1))
+    });
 }
 
 struct Walk<'w> {
@@ -610,15 +613,73 @@ fn digest_at(dir: &File, name: &OsStr) -> Result<FileDigest, Errno> {
     digest_of(file).map_err(|e| errno_of(&e))
 }
 
+/// The digest of the first [`HASH_CAP`] bytes of `file`'s content, holes read as the zeros
+/// they hold: only the data the file really has is read (`SEEK_DATA`/`SEEK_HOLE`), so a
+/// hostile sparse file of 2^62 bytes costs no read at all.
 fn digest_of(file: File) -> io::Result<FileDigest> {
     let size = file.metadata()?.len();
+    let end = size.min(HASH_CAP);
     let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(io::Read::take(file, HASH_CAP))?;
+    let mut at = 0;
+    while at < end {
+        // ENXIO: no data from `at` on (the rest is a hole, or the file shrank).
+        let data = match extent(&file, at, Whence::SeekData) {
+            Ok(data) => data.min(end),
+            Err(Errno::ENXIO) => end,
+            Err(errno) => return Err(errno.into()),
+        };
+        zeros(&mut hasher, data - at);
+        if data >= end {
+            break;
+        }
+        let hole = extent(&file, data, Whence::SeekHole).map_or(end, |hole| hole.min(end));
+        let want = hole.max(data + 1) - data;
+        let read = read_range(&file, data, want, &mut hasher)?;
+        if read < want {
+            break; // the file shrank under the read
+        }
+        at = data + read;
+    }
     Ok(FileDigest {
         size,
         blake3: hasher.finalize().to_hex().to_string(),
         partial: size > HASH_CAP,
     })
+}
+
+/// The offset of the next data (or hole) at or after `from`.
+fn extent(file: &File, from: u64, whence: Whence) -> Result<u64, Errno> {
+    let offset = i64::try_from(from).map_err(|_| Errno::EOVERFLOW)?;
+    nix::unistd::lseek(file, offset, whence).map(|at| at as u64)
+}
+
+/// Feeds `len` zero bytes to `hasher`: a hole's content, never read.
+fn zeros(hasher: &mut blake3::Hasher, mut len: u64) {
+    static ZEROS: [u8; 65_536] = [0; 65_536];
+    while len > 0 {
+        let n = len.min(ZEROS.len() as u64) as usize;
+        hasher.update(&ZEROS[..n]);
+        len -= n as u64;
+    }
+}
+
+/// Hashes up to `len` bytes of `file` from `from`; how many there were.
+fn read_range(file: &File, from: u64, len: u64, hasher: &mut blake3::Hasher) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buffer = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0;
+    while done < len {
+        let want = (len - done).min(buffer.len() as u64) as usize;
+        let n = match file.read_at(&mut buffer[..want], from + done) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..n]);
+        done += n as u64;
+    }
+    Ok(done)
 }
 
 fn digest(path: &Path) -> Result<FileDigest, WitnessError> {

@@ -796,6 +796,43 @@ fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
     assert!(!small.partial);
 }
 
+/// Data between holes, a hole at the end and data across the cap: the digest is that of
+/// the content with its holes as zeros, as if the file had been written whole.
+#[test]
+fn a_sparse_file_hashes_as_its_content_with_holes_as_zeros() {
+    use std::os::unix::fs::FileExt;
+    let layers = Layers::new();
+    let path = layers.upper.join("sparse");
+    let file = fs::File::create(&path).unwrap();
+    let pieces: [(u64, &[u8]); 3] = [
+        (3 << 20, b"middle"),
+        (9 << 20, b"later"),
+        (HASH_CAP - 2, b"across the cap"),
+    ];
+    for (at, bytes) in pieces {
+        file.write_all_at(bytes, at).unwrap();
+    }
+    file.set_len(HASH_CAP + (4 << 20)).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    let changes = layers.changes();
+    let [
+        FsChange::Created {
+            digest: Some(digest),
+            ..
+        },
+    ] = changes.as_slice()
+    else {
+        panic!("{changes:?}");
+    };
+    let mut content = vec![0u8; HASH_CAP as usize + (4 << 20)];
+    for (at, bytes) in pieces {
+        content[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    }
+    content.truncate(HASH_CAP as usize);
+    assert_eq!(digest.blake3, blake3::hash(&content).to_hex().to_string());
+    assert!(digest.partial);
+}
+
 /// Makes `depth` nested directories named `name` under `root`, by descriptor (their path
 /// may be longer than PATH_MAX), and returns the deepest one.
 fn nested(root: &Path, name: &str, depth: usize) -> fs::File {
