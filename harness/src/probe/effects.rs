@@ -124,14 +124,20 @@ pub(crate) fn stamp_by_snapshots(
         blocks.push((settled, first.and_then(sent)));
         first = Some(settled.after_call + 1);
     }
+    // Each written path with the blocks that wrote it, in order: one lookup per change.
+    let mut written: std::collections::HashMap<&Path, Vec<Duration>> = Default::default();
+    for (settled, at) in &blocks {
+        for path in &settled.upper {
+            let times = written.entry(path.as_path()).or_default();
+            if let Some(at) = at.filter(|_| times.len() < MAX_WRITES) {
+                times.push(at);
+            }
+        }
+    }
     for observed in changes.iter_mut().filter(|o| o.writes.is_empty()) {
-        let path = observed.change.path();
-        observed.writes = blocks
-            .iter()
-            .filter(|(s, _)| s.upper.iter().any(|p| p == path))
-            .filter_map(|(_, at)| *at)
-            .take(MAX_WRITES)
-            .collect();
+        if let Some(times) = written.get(observed.change.path()) {
+            observed.writes.clone_from(times);
+        }
     }
 }
 
