@@ -13,7 +13,8 @@ pub enum ClientError {
     #[error("server closed its stdout during {during}")]
     Closed { during: &'static str },
     #[error("server sent a line of at least {seen} bytes, over the {cap}-byte line cap")]
-    /// `seen` is the line's true length when it ended within the total-bytes cap.
+    /// `seen`: the bytes of the line read when it failed, the cap and at most one read more
+    /// (reading stops once a line is past the cap; its newline may never come).
     LineTooLong { cap: usize, seen: u64 },
     #[error("server wrote more than {cap} bytes to stdout, the per-session cap")]
     TotalBytes { cap: u64 },

@@ -5,6 +5,7 @@ misbehaves; tool names passed to tools/call pick per-call behaviour.
 """
 import json
 import sys
+import time
 
 mode = sys.argv[1]
 version = sys.argv[2] if len(sys.argv) > 2 else "2025-06-18"
@@ -78,6 +79,10 @@ for line in sys.stdin.buffer:
     if method == "initialize":
         if mode == "huge-init":
             raw(b"x" * 100_000_000 + b"\n")
+        elif mode == "endless-line":
+            # Past the 4 MiB line cap, then silent with the line still open.
+            raw(b"x" * (5 * 1024 * 1024))
+            time.sleep(3600)
         elif mode == "flood":
             while True:
                 send({"jsonrpc": "2.0", "method": "notifications/message",
