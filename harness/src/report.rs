@@ -91,28 +91,20 @@ pub fn table(doc: &Value, all: bool, width: usize) -> String {
     }
     let cells: Vec<&Value> = doc["verdicts"].as_array().into_iter().flatten().collect();
     let name = |cell: &Value, key: &str| cell[key].as_str().unwrap_or("?").to_string();
-    let mut tools: Vec<String> = Vec::new();
+    // One pass over the cells: each tool, and whether any of its cells had a successful
+    // call (a server with thousands of tools must not cost tools × cells).
+    let mut succeeded: std::collections::HashMap<String, bool> = Default::default();
     for cell in &cells {
-        let tool = name(cell, "tool");
-        if !tools.contains(&tool) {
-            tools.push(tool);
-        }
+        *succeeded.entry(name(cell, "tool")).or_default() |=
+            cell["succeeded"].as_u64().unwrap_or(0) > 0;
     }
+    let tools = succeeded.len();
     let count = |verdict: &str| cells.iter().filter(|c| c["verdict"] == verdict).count();
-    let no_success = tools
-        .iter()
-        .filter(|tool| {
-            cells
-                .iter()
-                .filter(|c| c["tool"] == tool.as_str())
-                .all(|c| c["succeeded"].as_u64().unwrap_or(0) == 0)
-        })
-        .count();
+    let no_success = succeeded.values().filter(|worked| !**worked).count();
     let _ = writeln!(
         out,
-        "summary   {} tools: {} confirmed, {} refuted, {} skipped, {} errored cells; \
+        "summary   {tools} tools: {} confirmed, {} refuted, {} skipped, {} errored cells; \
          {no_success} tools with no successful call; 0 unstable cells (one repetition)",
-        tools.len(),
         count("confirmed"),
         count("refuted"),
         count("skipped"),
