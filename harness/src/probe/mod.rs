@@ -429,13 +429,24 @@ fn doubted(
     dir: &std::path::Path,
     shared: &PlannedRun,
 ) -> Result<Vec<String>, ProbeError> {
-    let recorded = replay::read(dir)?;
-    let Some(control) = recorded.runs.iter().find(|r| r.role == Role::Control) else {
+    // The log holds the control run, then the shared runs in plan order: only the control
+    // and this one are read back.
+    let place = 1 + plan
+        .runs
+        .iter()
+        .filter(|r| r.scope == Scope::Shared)
+        .position(|r| r.first_index == shared.first_index)
+        .expect("a shared run of the plan");
+    let recorded = replay::read_runs(dir, |at, start| {
+        at == place || start.role == vac_receipts::Role::Control
+    })?;
+    let control = recorded.runs.iter().find(|r| r.role == Role::Control);
+    let run = recorded.runs.iter().find(|r| r.role == Role::Subject);
+    let (Some(control), Some(run)) = (control, run) else {
         return Ok(Vec::new());
     };
-    Ok(replay::shared_runs(plan, &recorded.runs)
-        .filter(|(planned, _)| planned.first_index == shared.first_index)
-        .flat_map(|(planned, run)| adaptive::assess(planned, run, control, &plan.lab))
+    Ok(adaptive::assess(shared, run, control, &plan.lab)
+        .into_iter()
         .filter(|block| block.doubt.is_some())
         .map(|block| block.tool)
         .collect())
