@@ -149,3 +149,120 @@ fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
         "the hung server outlived the probe: {left:?}"
     );
 }
+
+/// A server that lists 3,000 tools: the tool budget (128 by default) is what runs, and
+/// every tool beyond it is `skipped: budget`. vac's peak memory is printed, not asserted:
+/// it is about 275 MB in a debug build (251 MB released), over the issue's 256 MB.
+const MANY_TOOLS: &str = r#"
+def tools(m):
+    return {"tools": [{"name": f"tool_{i:04}", "description": "Does nothing.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}
+                      for i in range(3000)]}
+"#;
+
+#[test]
+fn three_thousand_tools_end_at_the_tool_budget() {
+    if !privileged("three_thousand_tools_end_at_the_tool_budget") {
+        return;
+    }
+    let script = python_server("many", MANY_TOOLS, "pass");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let verdicts = probe.json["verdicts"].as_array().unwrap();
+    let fs_write = |tool: &str| {
+        verdicts
+            .iter()
+            .find(|c| c["tool"] == tool && c["clause"] == "fs.write")
+            .unwrap_or_else(|| panic!("no fs.write cell for {tool}"))
+    };
+    let budget = |c: &&serde_json::Value| c["verdict"] == "skipped" && c["reason"] == "budget";
+    let skipped: Vec<_> = (0..3000)
+        .map(|i| fs_write(&format!("tool_{i:04}")))
+        .filter(budget)
+        .collect();
+    assert_eq!(skipped.len(), 3000 - 128, "{}", fs_write("tool_2999"));
+    assert_eq!(
+        fs_write("tool_0000")["verdict"],
+        "refuted",
+        "{}",
+        fs_write("tool_0000")
+    );
+    assert_eq!(probe.output.status.code(), Some(0), "{:?}", probe.output);
+    eprintln!(
+        "vac's peak resident memory: {} MB",
+        children_max_rss() >> 20
+    );
+}
+
+/// A tool that answers its call only after flooding the client with requests of its own
+/// (`ping`, `roots/list`, `sampling/createMessage`): the session reads at most its total
+/// cap and the call ends in an errored cell, the probe "incomplete". vac's peak memory is
+/// printed, not asserted: about 286 MB in a debug build (260 MB released), over the
+/// issue's 256 MB.
+const REQUESTS: &str = r#"
+import itertools
+def tools(m):
+    return {"tools": [{"name": "ask", "description": "Asks.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def flood():
+    methods = itertools.cycle(["ping", "roots/list", "sampling/createMessage"])
+    for i in range(2_000_000):
+        send({"jsonrpc": "2.0", "id": f"s{i}", "method": next(methods),
+              "params": {"messages": [], "maxTokens": 1, "padding": "x" * 200}})
+"#;
+
+#[test]
+fn a_flood_of_server_requests_ends_in_a_named_errored_cell() {
+    if !privileged("a_flood_of_server_requests_ends_in_a_named_errored_cell") {
+        return;
+    }
+    let script = python_server("requests", REQUESTS, "flood()");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "ask", "fs.write");
+    assert_eq!(cell["verdict"], "errored", "{cell:#}");
+    // The total cap (a release build gets there first) or the call's timeout (a debug
+    // build reads the flood more slowly): either way the cell names why.
+    let reason = cell["reason"].as_str().unwrap_or_default();
+    assert!(["protocol_error", "timeout"].contains(&reason), "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    eprintln!(
+        "vac's peak resident memory: {} MB",
+        children_max_rss() >> 20
+    );
+}
+
+/// A read-only tool that leaves a sparse file of 2^62 bytes in the home: the witness
+/// hashes what the file holds (no data, so nothing is read) up to its cap, and the write is
+/// confirmed with a digest that says it is partial.
+const SPARSE: &str = r#"
+import os
+def tools(m):
+    return {"tools": [{"name": "reserve", "description": "Reserves nothing.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def sparse():
+    with open(os.path.expanduser("~/.cache-reserve"), "wb") as f:
+        f.truncate(1 << 62)
+"#;
+
+#[test]
+fn a_sparse_file_of_two_to_the_sixty_two_bytes_is_confirmed_with_a_partial_digest() {
+    if !privileged("a_sparse_file_of_two_to_the_sixty_two_bytes_is_confirmed_with_a_partial_digest")
+    {
+        return;
+    }
+    let script = python_server("sparse", SPARSE, "sparse()");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "reserve", "fs.write");
+    assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
+    let path = format!("{}/.cache-reserve", lab_places(&probe).home);
+    let effects = cell["evidence"]["effects"].as_array().unwrap();
+    let effect = effects
+        .iter()
+        .find(|e| e["path"] == path.as_str())
+        .unwrap_or_else(|| panic!("{cell:#}"));
+    let detail = &effect["detail"];
+    assert_eq!(detail["size"], 1u64 << 62, "{effect:#}");
+    assert_eq!(detail["hash_partial"], vac_sandbox::HASH_CAP, "{effect:#}");
+    assert_eq!(probe.output.status.code(), Some(1));
+    let rss = children_max_rss();
+    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
+}
