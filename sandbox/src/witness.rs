@@ -620,6 +620,7 @@ fn digest_of(file: File) -> io::Result<FileDigest> {
     let size = file.metadata()?.len();
     let end = size.min(HASH_CAP);
     let mut hasher = blake3::Hasher::new();
+    let mut buffer = vec![0u8; end.min(1 << 20) as usize];
     let mut at = 0;
     while at < end {
         // ENXIO: no data from `at` on (the rest is a hole, or the file shrank).
@@ -634,7 +635,7 @@ fn digest_of(file: File) -> io::Result<FileDigest> {
         }
         let hole = extent(&file, data, Whence::SeekHole).map_or(end, |hole| hole.min(end));
         let want = hole.max(data + 1) - data;
-        let read = read_range(&file, data, want, &mut hasher)?;
+        let read = read_range(&file, data, want, &mut buffer, &mut hasher)?;
         if read < want {
             break; // the file shrank under the read
         }
@@ -663,10 +664,16 @@ fn zeros(hasher: &mut blake3::Hasher, mut len: u64) {
     }
 }
 
-/// Hashes up to `len` bytes of `file` from `from`; how many there were.
-fn read_range(file: &File, from: u64, len: u64, hasher: &mut blake3::Hasher) -> io::Result<u64> {
+/// Hashes up to `len` bytes of `file` from `from`, read through `buffer`; how many there
+/// were.
+fn read_range(
+    file: &File,
+    from: u64,
+    len: u64,
+    buffer: &mut [u8],
+    hasher: &mut blake3::Hasher,
+) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    let mut buffer = vec![0u8; len.min(1 << 20) as usize];
     let mut done = 0;
     while done < len {
         let want = (len - done).min(buffer.len() as u64) as usize;

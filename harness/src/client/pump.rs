@@ -80,16 +80,9 @@ impl StdoutPump {
                         self.on_line(line).await;
                     }
                     // The line cap holds as bytes arrive: a line past it fails now, not at
-                    // a newline that may never come.
-                    if self.splitter.pending() > self.max_line as u64 {
-                        let fault = self.flush_partial(true);
-                        self.shared.set_fault(fault.unwrap_or(Fault::LineTooLong {
-                            cap: self.max_line,
-                            seen: self.max_line as u64 + 1,
-                        }));
-                        break;
-                    }
-                    if kept == n {
+                    // a newline that may never come (its partial line says so).
+                    let past_line = self.splitter.pending() > self.max_line as u64;
+                    if kept == n && !past_line {
                         continue;
                     }
                     let over_line = self.flush_partial(true);

@@ -274,7 +274,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         }))
     };
     let listed = listing.await.ok();
-    let Some((decls, malformed)) = listed.as_ref().and_then(manifest) else {
+    let Some((control_listed, (decls, malformed))) =
+        listed.and_then(|listed| manifest(&listed).map(|found| (listed, found)))
+    else {
         let control = control.join().await?;
         recorder
             .run(&control, &target, run_config(&[], 0))
@@ -282,7 +284,6 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         recorder.seal().map_err(receipts)?;
         return Ok(replay::report(dir)?);
     };
-    let control_listed = listed.expect("a manifest came with the listing");
 
     // Pre-registration: the contract's bytes go into the receipts before the first call.
     let lab_paths = planted.record.lab_paths();

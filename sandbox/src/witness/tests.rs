@@ -770,13 +770,8 @@ mod privileged {
     }
 }
 
-#[test]
-fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
-    let layers = Layers::new();
-    let path = layers.upper.join("huge");
-    let file = fs::File::create(&path).unwrap();
-    file.set_len(1 << 40).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+/// The digest of the one file the layers' changes hold, created.
+fn only_created_digest(layers: &Layers) -> FileDigest {
     let changes = layers.changes();
     let [
         FsChange::Created {
@@ -787,6 +782,17 @@ fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
     else {
         panic!("{changes:?}");
     };
+    digest.clone()
+}
+
+#[test]
+fn a_huge_sparse_file_is_hashed_up_to_the_cap_and_says_partial() {
+    let layers = Layers::new();
+    let path = layers.upper.join("huge");
+    let file = fs::File::create(&path).unwrap();
+    file.set_len(1 << 40).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    let digest = only_created_digest(&layers);
     assert_eq!(digest.size, 1 << 40);
     assert!(digest.partial);
     let zeros = vec![0u8; HASH_CAP as usize];
@@ -814,16 +820,7 @@ fn a_sparse_file_hashes_as_its_content_with_holes_as_zeros() {
     }
     file.set_len(HASH_CAP + (4 << 20)).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    let changes = layers.changes();
-    let [
-        FsChange::Created {
-            digest: Some(digest),
-            ..
-        },
-    ] = changes.as_slice()
-    else {
-        panic!("{changes:?}");
-    };
+    let digest = only_created_digest(&layers);
     let mut content = vec![0u8; HASH_CAP as usize + (4 << 20)];
     for (at, bytes) in pieces {
         content[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
