@@ -97,7 +97,7 @@ async fn normal_server_session_records_every_frame_both_ways() {
 
     let tools = session.list_tools().await.expect("tools/list");
     assert_eq!(
-        tools.tools.len(),
+        tools.valid(),
         1,
         "the tool without inputSchema is not a valid Tool"
     );
@@ -432,6 +432,48 @@ async fn notification_flood_hits_the_total_cap() {
     );
     let total: u64 = from_server(&log.drain()).iter().map(|f| f.len).sum();
     assert_eq!(total, MIB as u64);
+}
+
+/// A server that sends requests to the client and never reads the answers: the SDK would
+/// hold an answer for each; the session ends once too many are unanswered.
+#[tokio::test]
+async fn requests_whose_answers_the_server_never_reads_end_as_a_flood() {
+    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
+    let mut session = session.expect("connects");
+    let error = session
+        .call_tool("ask_unread", Map::new())
+        .await
+        .expect_err("a flood ends the session");
+    assert!(
+        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("unanswered")),
+        "{error}"
+    );
+    let asked = from_server(&log.drain())
+        .iter()
+        .filter(|f| json_of(f)["method"] == "ping")
+        .count();
+    assert!((65..1024).contains(&asked), "{asked} requests read");
+}
+
+/// A server that reads every answer but asks without end: the session answers
+/// [`MAX_SERVER_REQUESTS`] and ends at the next.
+#[tokio::test]
+async fn requests_past_the_session_cap_end_as_a_flood() {
+    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
+    let mut session = session.expect("connects");
+    let error = session
+        .call_tool("ask_answered", Map::new())
+        .await
+        .expect_err("a flood ends the session");
+    assert!(
+        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("more than 1024")),
+        "{error}"
+    );
+    let answers = sent(&log.drain())
+        .into_iter()
+        .filter(|m| m["id"].as_str().is_some_and(|id| id.starts_with('s')))
+        .count();
+    assert_eq!(answers, 1024, "every request up to the cap was answered");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ListToolsRequest,
     PaginatedRequestParams, Tool,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{CallError, ClientError};
@@ -14,11 +15,10 @@ use super::session::{Answer, McpSession};
 /// The server's manifest as `tools/list` returned it, across all pages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolList {
-    /// The tools rmcp could read, in manifest order.
-    pub tools: Vec<Tool>,
-    /// The exact JSON of every tool, in manifest order: a JSON array to hash.
+    /// The exact JSON of every tool, in manifest order: a JSON array to hash. Only this
+    /// is kept: rmcp's reading of a tool serves to tell whether it is valid.
     pub raw: Value,
-    /// Positions in `raw` of tools that are not valid MCP tools (missing from `tools`).
+    /// Positions in `raw` of tools that are not valid MCP tools (rmcp cannot read them).
     pub malformed: Vec<usize>,
     pub pages: u32,
     /// False when the server still had a next page after [`super::ClientOptions::max_tool_pages`].
@@ -26,23 +26,20 @@ pub struct ToolList {
 }
 
 impl ToolList {
-    /// The list as recorded: the exact JSON of every tool, re-read as rmcp reads it.
+    /// The list as recorded: the exact JSON of every tool.
     pub fn from_raw(raw: Value, malformed: Vec<usize>, pages: u32, complete: bool) -> ToolList {
-        let tools = raw
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !malformed.contains(i))
-            .filter_map(|(_, tool)| serde_json::from_value::<Tool>(tool.clone()).ok())
-            .collect();
         ToolList {
-            tools,
             raw,
             malformed,
             pages,
             complete,
         }
+    }
+
+    /// How many of the tools are valid MCP tools.
+    pub fn valid(&self) -> usize {
+        let listed = self.raw.as_array().map_or(0, Vec::len);
+        listed - self.malformed.len()
     }
 }
 
@@ -64,7 +61,6 @@ impl McpSession {
     pub async fn list_tools(&mut self) -> Result<ToolList, ClientError> {
         const WHAT: &str = "tools/list";
         let mut list = ToolList {
-            tools: Vec::new(),
             raw: Value::Null,
             malformed: Vec::new(),
             pages: 0,
@@ -104,9 +100,8 @@ impl McpSession {
                 return Err(ClientError::UnexpectedResult { method: WHAT });
             };
             for tool in tools {
-                match serde_json::from_value::<Tool>(tool.clone()) {
-                    Ok(tool) => list.tools.push(tool),
-                    Err(_) => list.malformed.push(raw_tools.len()),
+                if Tool::deserialize(&tool).is_err() {
+                    list.malformed.push(raw_tools.len());
                 }
                 raw_tools.push(tool);
             }

@@ -33,6 +33,8 @@ pub enum ClientError {
     },
     #[error("server sent a line that is not JSON-RPC (frame {frame}): {detail}")]
     Protocol { frame: u64, detail: String },
+    #[error("server flooded the client with requests (frame {frame}): {detail}")]
+    RequestFlood { frame: u64, detail: String },
     #[error("reading the server's stdout failed")]
     Read(#[source] Arc<std::io::Error>),
     #[error(
@@ -126,6 +128,10 @@ pub(crate) enum Fault {
         frame: u64,
         detail: String,
     },
+    RequestFlood {
+        frame: u64,
+        detail: String,
+    },
     Read(Arc<std::io::Error>),
     BodyTooLong {
         cap: usize,
@@ -175,6 +181,7 @@ impl Fault {
             Fault::LineTooLong { cap, seen } => ClientError::LineTooLong { cap, seen },
             Fault::TotalBytes { cap } => ClientError::TotalBytes { cap },
             Fault::Garbage { frame, detail } => ClientError::Protocol { frame, detail },
+            Fault::RequestFlood { frame, detail } => ClientError::RequestFlood { frame, detail },
             Fault::Read(error) => ClientError::Read(error),
             Fault::BodyTooLong { cap, seen } => ClientError::BodyTooLong { cap, seen },
             Fault::Connect { url, source } => ClientError::Connect { url, source },

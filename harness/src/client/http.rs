@@ -178,6 +178,9 @@ impl Transport<RoleClient> for HttpTransport {
                 let _ = waiting.wait_for(|now| *now >= ticket).await;
                 http.post(body).await
             };
+            if answered.is_ok() {
+                http.link.answer_written(&item);
+            }
             let result = match answered {
                 Ok(response) => http.answer(response, tx).await,
                 Err(fault) => Err(fault),
@@ -480,6 +483,10 @@ impl HttpShared {
             .log
             .record(Direction::FromServer, self.log.elapsed(), bytes, len, false);
         match parsed {
+            Parsed::Message(_) if let Some(detail) = self.link.request_flood() => {
+                self.link.set_fault(Fault::RequestFlood { frame, detail });
+                false
+            }
             Parsed::Message(message) => tx.send(*message).await.is_ok(),
             Parsed::Blank | Parsed::UnknownNotification => true,
             // A body or an SSE event is one message, not a stream of lines: text that is

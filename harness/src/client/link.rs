@@ -36,6 +36,9 @@ pub(crate) struct LinkShared {
     raw: Mutex<HashMap<RequestId, Option<Value>>>,
     tools_list_changed: AtomicU64,
     noise: Mutex<Noise>,
+    /// Requests the server sent the client, and the client's answers written back.
+    server_requests: AtomicU64,
+    answers_written: AtomicU64,
 }
 
 /// Lines on stdout that were text but not JSON-RPC, skipped.
@@ -50,6 +53,15 @@ pub(crate) struct Noise {
 /// stdout with text costs vac parsing time, not only bytes, which the total cap bounds).
 pub(crate) const MAX_NOISE_LINES: u64 = 1024;
 
+/// Requests to the client a session answers; one more is a protocol fault. The SDK answers
+/// each in a task of its own: a server that sends requests without reading the answers
+/// would otherwise hold vac's memory in answers it never takes.
+pub(crate) const MAX_SERVER_REQUESTS: u64 = 1024;
+
+/// Requests to the client left unanswered at once, at most: beyond, the server is not
+/// reading what vac writes back.
+pub(crate) const MAX_UNANSWERED: u64 = 64;
+
 impl LinkShared {
     fn new() -> Self {
         Self {
@@ -58,6 +70,8 @@ impl LinkShared {
             raw: Mutex::new(HashMap::new()),
             tools_list_changed: AtomicU64::new(0),
             noise: Mutex::new(Noise::default()),
+            server_requests: AtomicU64::new(0),
+            answers_written: AtomicU64::new(0),
         }
     }
 
@@ -107,7 +121,37 @@ impl LinkShared {
             {
                 self.count_tools_list_changed();
             }
+            JsonRpcMessage::Request(_) => {
+                self.server_requests.fetch_add(1, Ordering::Relaxed);
+            }
             _ => {}
+        }
+    }
+
+    /// Counts an answer the client wrote back to one of the server's requests.
+    pub(crate) fn answer_written(&self, item: &ClientJsonRpcMessage) {
+        if matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
+            self.answers_written.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the server's requests to the client are a flood, once they are: more than
+    /// [`MAX_SERVER_REQUESTS`] in all, or more than [`MAX_UNANSWERED`] whose answers it has
+    /// not taken.
+    pub(crate) fn request_flood(&self) -> Option<String> {
+        let sent = self.server_requests.load(Ordering::Relaxed);
+        let unanswered = sent.saturating_sub(self.answers_written.load(Ordering::Relaxed));
+        if sent > MAX_SERVER_REQUESTS {
+            Some(format!(
+                "more than {MAX_SERVER_REQUESTS} requests from the server to the client"
+            ))
+        } else if unanswered > MAX_UNANSWERED {
+            Some(format!(
+                "{unanswered} requests from the server to the client at once, unanswered \
+                 (the server does not read the answers; at most {MAX_UNANSWERED})"
+            ))
+        } else {
+            None
         }
     }
 

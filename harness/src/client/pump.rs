@@ -150,6 +150,10 @@ impl StdoutPump {
             .log
             .record(Direction::FromServer, at, line.bytes, line.len, false);
         match parsed {
+            Parsed::Message(_) if let Some(detail) = self.shared.request_flood() => {
+                self.shared.set_fault(Fault::RequestFlood { frame, detail });
+                self.tx = None;
+            }
             Parsed::Message(message) => self.deliver(*message).await,
             Parsed::Blank | Parsed::UnknownNotification => {}
             Parsed::Noise(detail) => {

@@ -49,6 +49,7 @@ impl Transport<RoleClient> for RecordingTransport {
         let encoded = serde_json::to_vec(&item);
         let writer = self.writer.clone();
         let log = self.log.clone();
+        let shared = self.shared.clone();
         async move {
             let mut line = encoded?;
             line.push(b'\n');
@@ -62,7 +63,9 @@ impl Transport<RoleClient> for RecordingTransport {
             let len = line.len() as u64;
             log.record(Direction::ToServer, log.elapsed(), line.clone(), len, false);
             stdin.write_all(&line).await?;
-            stdin.flush().await
+            stdin.flush().await?;
+            shared.answer_written(&item);
+            Ok(())
         }
     }
 

@@ -49,6 +49,17 @@ def call(request_id, name, arguments):
         sys.exit(1)
     elif name == "hang":
         pass
+    elif name == "ask_unread":
+        # Requests to the client, never reading the answers: long ids, so that the
+        # answers fill the pipe well before the session's cap on requests.
+        for i in range(10_000):
+            send({"jsonrpc": "2.0", "id": "s" + str(i).zfill(300), "method": "ping"})
+    elif name == "ask_answered":
+        # Requests to the client, each answer read before the next.
+        for i in range(2_000):
+            send({"jsonrpc": "2.0", "id": f"s{i}", "method": "ping"})
+            if not sys.stdin.buffer.readline():
+                return
     elif name == "rpc_error":
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "bad arguments"}})
     else:
