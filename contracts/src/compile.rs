@@ -4,6 +4,8 @@ use crate::clause::Clause;
 use crate::contract::{Contract, Rule};
 use crate::graded::{self, GRADED};
 use crate::pattern::{Matcher, PatternError};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A contract ready for grading: every tool has exactly one rule per graded clause.
 #[derive(Debug, Clone)]
@@ -23,7 +25,9 @@ struct CompiledTool {
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {
     pub(crate) basis: String,
-    pub(crate) allowed: Option<Matcher>,
+    /// Shared between the rules of equal patterns: a manifest of thousands of tools holds
+    /// one compiled set per distinct pattern list, not one per tool.
+    pub(crate) allowed: Option<Arc<Matcher>>,
 }
 
 impl CompiledRule {
@@ -75,9 +79,11 @@ impl Contract {
     /// Checks the contract against the graded clauses and compiles its patterns.
     pub fn compile(&self) -> Result<CompiledContract, CompileError> {
         let mut tools: Vec<CompiledTool> = Vec::with_capacity(self.tools.len());
+        let mut names = HashSet::with_capacity(self.tools.len());
+        let mut compiled = HashMap::new();
         for entry in &self.tools {
             let tool = &entry.tool;
-            if tools.iter().any(|t| &t.name == tool) {
+            if !names.insert(tool.as_str()) {
                 return Err(CompileError::DuplicateTool { tool: tool.clone() });
             }
             let mut rules: Vec<Option<CompiledRule>> = vec![None; GRADED.len()];
@@ -92,7 +98,7 @@ impl Contract {
                 }
                 rules[slot] = Some(CompiledRule {
                     basis: clause_rule.basis.clone(),
-                    allowed: compile_rule(tool, clause, &clause_rule.rule)?,
+                    allowed: compile_rule(tool, clause, &clause_rule.rule, &mut compiled)?,
                 });
             }
             let rules = rules
@@ -117,17 +123,31 @@ impl Contract {
     }
 }
 
-fn compile_rule(tool: &str, clause: Clause, rule: &Rule) -> Result<Option<Matcher>, CompileError> {
+/// Matchers compiled so far, by clause and pattern list.
+type Compiled<'a> = HashMap<(Clause, &'a [String]), Arc<Matcher>>;
+
+fn compile_rule<'a>(
+    tool: &str,
+    clause: Clause,
+    rule: &'a Rule,
+    compiled: &mut Compiled<'a>,
+) -> Result<Option<Arc<Matcher>>, CompileError> {
     let Rule::Restricted { allowed } = rule else {
         return Ok(None);
     };
-    Matcher::compile(graded::spec(clause).patterns, allowed)
-        .map(Some)
-        .map_err(|source| CompileError::BadPattern {
+    if let Some(matcher) = compiled.get(&(clause, allowed.as_slice())) {
+        return Ok(Some(Arc::clone(matcher)));
+    }
+    let matcher = Matcher::compile(graded::spec(clause).patterns, allowed).map_err(|source| {
+        CompileError::BadPattern {
             tool: tool.to_owned(),
             clause,
             source,
-        })
+        }
+    })?;
+    let matcher = Arc::new(matcher);
+    compiled.insert((clause, allowed.as_slice()), Arc::clone(&matcher));
+    Ok(Some(matcher))
 }
 
 impl CompiledContract {

@@ -511,7 +511,6 @@ mod tests {
 
     fn listing(raw: serde_json::Value) -> crate::client::ToolList {
         crate::client::ToolList {
-            tools: Vec::new(),
             raw,
             malformed: Vec::new(),
             pages: 1,

@@ -80,7 +80,8 @@ pub(crate) struct Recorded {
     pub(crate) contract: Option<vac_receipts::Contract>,
     pub(crate) plan: Option<ProbePlan>,
     pub(crate) runs: Vec<RunOutput>,
-    /// The verdict records with their sequence numbers.
+    /// The verdict records with their sequence numbers ([`read_with_verdicts`] only:
+    /// grading never reads them, and a large manifest's hold tens of megabytes).
     pub(crate) verdicts: Vec<(u64, vac_receipts::Verdict)>,
     /// Server-to-client frames that were text but not JSON-RPC (`protocol.stdout_clean`).
     pub(crate) noise: NoiseSeen,
@@ -94,9 +95,15 @@ pub struct NoiseSeen {
     pub first: Option<Value>,
 }
 
-/// Reads a receipt log (verified or not: the caller decides) into [`Recorded`].
+/// Reads a receipt log (verified or not: the caller decides) into [`Recorded`], all but
+/// its verdict records: what grading reads.
 pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
-    read_runs(dir, |_, _| true)
+    read_log(dir, |_, _| true, false)
+}
+
+/// Like [`read`], with the verdict records: what checking them against a regrading reads.
+fn read_with_verdicts(dir: &Path) -> Result<Recorded, ReplayError> {
+    read_log(dir, |_, _| true, true)
 }
 
 /// Like [`read`], but only the runs `keep` chooses by their place among the log's runs
@@ -105,6 +112,14 @@ pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
 pub(crate) fn read_runs(
     dir: &Path,
     keep: impl Fn(usize, &vac_receipts::RunStart) -> bool,
+) -> Result<Recorded, ReplayError> {
+    read_log(dir, keep, false)
+}
+
+fn read_log(
+    dir: &Path,
+    keep: impl Fn(usize, &vac_receipts::RunStart) -> bool,
+    verdicts: bool,
 ) -> Result<Recorded, ReplayError> {
     let failed = |source| ReplayError::Read {
         dir: dir.to_path_buf(),
@@ -202,7 +217,7 @@ pub(crate) fn read_runs(
                         })?,
                     )
             }
-            Body::Verdict(verdict) => recorded.verdicts.push((seq, verdict)),
+            Body::Verdict(verdict) if verdicts => recorded.verdicts.push((seq, verdict)),
             Body::Frame(frame)
                 if frame.direction == vac_receipts::Direction::FromServer
                     && !frame.bytes.is_truncated() =>
@@ -443,7 +458,7 @@ pub struct VerdictMismatch {
 /// what the recorded observations give, cell for cell: an empty list means they agree.
 pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
     let head = verified_head(dir)?;
-    let recorded = read(dir)?;
+    let recorded = read_with_verdicts(dir)?;
     let report = match grade(&recorded, dir, head) {
         // A log with no verdict records and nothing to grade (a crash before the contract,
         // a log that is not a probe's) claims nothing to check.
