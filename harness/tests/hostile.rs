@@ -152,7 +152,8 @@ fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
 
 /// A server that lists 3,000 tools: the tool budget (128 by default) is what runs, and
 /// every tool beyond it is `skipped: budget`. vac's peak memory is printed, not asserted:
-/// it is about 275 MB in a debug build (251 MB released), over the issue's 256 MB.
+/// 239–250 MB in a debug build, under the issue's 256 MB by less than allocator
+/// fragmentation varies from run to run.
 const MANY_TOOLS: &str = r#"
 def tools(m):
     return {"tools": [{"name": f"tool_{i:04}", "description": "Does nothing.",
@@ -194,10 +195,9 @@ fn three_thousand_tools_end_at_the_tool_budget() {
 }
 
 /// A tool that answers its call only after flooding the client with requests of its own
-/// (`ping`, `roots/list`, `sampling/createMessage`): the session reads at most its total
-/// cap and the call ends in an errored cell, the probe "incomplete". vac's peak memory is
-/// printed, not asserted: about 286 MB in a debug build (260 MB released), over the
-/// issue's 256 MB.
+/// (`ping`, `roots/list`, `sampling/createMessage`), reading none of the answers: the
+/// session answers a bounded number and ends in an errored cell that names the flood, the
+/// probe "incomplete", within vac's 256 MB (the SDK held an answer per request: 528 MB).
 const REQUESTS: &str = r#"
 import itertools
 def tools(m):
@@ -219,15 +219,16 @@ fn a_flood_of_server_requests_ends_in_a_named_errored_cell() {
     let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "ask", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
-    // The total cap (a release build gets there first) or the call's timeout (a debug
-    // build reads the flood more slowly): either way the cell names why.
-    let reason = cell["reason"].as_str().unwrap_or_default();
-    assert!(["protocol_error", "timeout"].contains(&reason), "{cell:#}");
-    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    eprintln!(
-        "vac's peak resident memory: {} MB",
-        children_max_rss() >> 20
+    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
+    let detail = cell["evidence"]["errors"][0]["detail"]["detail"].as_str();
+    assert!(
+        detail.is_some_and(|d| d.contains("flooded the client with requests")),
+        "{cell:#}"
     );
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    let rss = children_max_rss();
+    eprintln!("vac's peak resident memory: {} MB", rss >> 20);
+    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
 }
 
 /// A read-only tool that leaves a sparse file of 2^62 bytes in the home: the witness
