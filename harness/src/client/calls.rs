@@ -39,7 +39,7 @@ impl ToolList {
     /// How many of the tools are valid MCP tools.
     pub fn valid(&self) -> usize {
         let listed = self.raw.as_array().map_or(0, Vec::len);
-        listed - self.malformed.len()
+        listed.saturating_sub(self.malformed.len())
     }
 }
 
