@@ -373,10 +373,22 @@ fn main() -> ExitCode {
         Command::Demo(args) => run_demo(args),
         Command::Fixture(args) => run_fixture(args).map(|()| ExitCode::SUCCESS),
     };
-    outcome.unwrap_or_else(|error| {
+    let code = outcome.unwrap_or_else(|error| {
         eprintln!("vac: {error:#}");
         Exit::CouldNotRun.into()
-    })
+    });
+    log_peak_memory();
+    code
+}
+
+/// vac's own peak resident memory, not its servers' (`RUST_LOG=vac::peak_memory=info`):
+/// what the hostile suite holds to its bound, and what a campaign's operator sizes for.
+fn log_peak_memory() {
+    use nix::sys::resource::{UsageWho, getrusage};
+    if let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) {
+        let max_rss_kib = usage.max_rss();
+        tracing::info!(target: "vac::peak_memory", max_rss_kib, "vac's own peak resident memory");
+    }
 }
 
 /// Commands that run sandboxes do it in a mount namespace of vac's own, so that the run
@@ -1282,6 +1294,7 @@ fn run_fixture(args: FixtureArgs) -> anyhow::Result<()> {
 fn init_tracing() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::builder()
                 .with_default_directive(LevelFilter::WARN.into())

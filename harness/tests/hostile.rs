@@ -64,11 +64,11 @@ def flood():
         os.close(os.open(os.path.join(at, f"{i:05}"), os.O_CREAT | os.O_WRONLY, 0o644))
 "#;
 
-/// The largest resident set of any process this test waited for (vac), in bytes.
-fn children_max_rss() -> u64 {
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .expect("getrusage");
-    usage.max_rss() as u64 * 1024
+/// vac's own peak resident memory (not its server's) is within the issue's 256 MB.
+fn assert_within_memory_bound(probe: &Probe) {
+    let rss = vac_peak_rss(&probe.output);
+    eprintln!("vac's peak resident memory: {} MB", rss >> 20);
+    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
 }
 
 #[test]
@@ -93,9 +93,7 @@ fn sixty_five_thousand_files_end_in_a_bounded_verdict() {
         cell["reason"]
     );
     assert_eq!(probe.output.status.code(), Some(1));
-    let rss = children_max_rss();
-    eprintln!("vac's peak resident memory: {} MB", rss >> 20);
-    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
+    assert_within_memory_bound(&probe);
 }
 
 /// A tool that never answers, under a request timeout longer than the probe's whole
@@ -190,7 +188,7 @@ fn three_thousand_tools_end_at_the_tool_budget() {
     assert_eq!(probe.output.status.code(), Some(0), "{:?}", probe.output);
     eprintln!(
         "vac's peak resident memory: {} MB",
-        children_max_rss() >> 20
+        vac_peak_rss(&probe.output) >> 20
     );
 }
 
@@ -226,9 +224,7 @@ fn a_flood_of_server_requests_ends_in_a_named_errored_cell() {
         "{cell:#}"
     );
     assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    let rss = children_max_rss();
-    eprintln!("vac's peak resident memory: {} MB", rss >> 20);
-    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
+    assert_within_memory_bound(&probe);
 }
 
 /// A read-only tool that leaves a sparse file of 2^62 bytes in the home: the witness
@@ -264,6 +260,91 @@ fn a_sparse_file_of_two_to_the_sixty_two_bytes_is_confirmed_with_a_partial_diges
     assert_eq!(detail["size"], 1u64 << 62, "{effect:#}");
     assert_eq!(detail["hash_partial"], vac_sandbox::HASH_CAP, "{effect:#}");
     assert_eq!(probe.output.status.code(), Some(1));
-    let rss = children_max_rss();
-    assert!(rss < 256 << 20, "vac used {} MB", rss >> 20);
+    assert_within_memory_bound(&probe);
+}
+
+/// The first error a cell's evidence records, as text.
+fn first_error(cell: &serde_json::Value) -> String {
+    cell["evidence"]["errors"][0].to_string()
+}
+
+/// A tool whose answer is one line of 100 MB: reading stops at the 4 MiB line cap, the
+/// cell is errored with the cap named, and vac holds at most a cap's worth of it (a 100 MB
+/// string cost 317 MB).
+const HUGE_ANSWER: &str = r#"
+def tools(m):
+    return {"tools": [{"name": "dump", "description": "Dumps.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+REPLY = "x" * 100_000_000
+"#;
+
+#[test]
+fn a_hundred_megabyte_answer_ends_in_a_named_errored_cell() {
+    if !privileged("a_hundred_megabyte_answer_ends_in_a_named_errored_cell") {
+        return;
+    }
+    let script = python_server("huge", HUGE_ANSWER, "pass");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "dump", "fs.write");
+    assert_eq!(cell["verdict"], "errored", "{cell:#}");
+    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
+    assert!(first_error(cell).contains("line cap"), "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(&probe);
+}
+
+/// A tool that starts its answer and never ends the line: the cap is enforced as the bytes
+/// arrive, so the cell errors on the line, not on the call's timeout waiting for a newline.
+const ENDLESS_LINE: &str = r#"
+def tools(m):
+    return {"tools": [{"name": "stream", "description": "Streams.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def endless():
+    sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "' % json.dumps(m["id"]))
+    while True:
+        sys.stdout.write("y" * 65536)
+        sys.stdout.flush()
+"#;
+
+#[test]
+fn a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout() {
+    if !privileged("a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout") {
+        return;
+    }
+    let script = python_server("endless", ENDLESS_LINE, "endless()");
+    // A call timeout longer than the test's own: only the line cap can end the call.
+    let probe = probe(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "stream", "fs.write");
+    assert_eq!(cell["verdict"], "errored", "{cell:#}");
+    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
+    assert!(first_error(cell).contains("line cap"), "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(&probe);
+}
+
+/// A tool that floods the client with log notifications before it answers: the session's
+/// 64 MiB cap on what a server may write ends it in an errored cell that names the cap.
+const NOTIFICATIONS: &str = r#"
+def tools(m):
+    return {"tools": [{"name": "chatter", "description": "Chatters.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def flood():
+    for i in range(2_000_000):
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "data": f"line {i} " + "z" * 200}})
+"#;
+
+#[test]
+fn a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell() {
+    if !privileged("a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell") {
+        return;
+    }
+    let script = python_server("chatter", NOTIFICATIONS, "flood()");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "chatter", "fs.write");
+    assert_eq!(cell["verdict"], "errored", "{cell:#}");
+    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
+    assert!(first_error(cell).contains("per-session cap"), "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(&probe);
 }

@@ -195,8 +195,28 @@ pub fn grid(json: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Runs `vac ARGS…`.
+/// Runs the real `vac` binary; it logs its own peak memory at exit (see [`vac_peak_rss`])
+/// unless the caller chose what to log with `RUST_LOG`.
 pub fn vac(args: &[&str]) -> Output {
-    Command::new(VAC).args(args).output().unwrap()
+    let mut command = Command::new(VAC);
+    if std::env::var_os("RUST_LOG").is_none() {
+        command.env("RUST_LOG", "warn,vac::peak_memory=info");
+    }
+    command.args(args).output().unwrap()
+}
+
+/// vac's own peak resident memory in bytes, as it logged at exit: not its servers', which
+/// `getrusage(RUSAGE_CHILDREN)` would count too.
+pub fn vac_peak_rss(output: &Output) -> u64 {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let kib = stderr
+        .lines()
+        .filter(|line| line.contains("vac's own peak resident memory"))
+        .find_map(|line| line.split("max_rss_kib=").nth(1))
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|digits| digits.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("vac logged no peak memory: {stderr}"));
+    kib * 1024
 }
 
 pub fn verify(dir: &Path) -> Output {
