@@ -1257,11 +1257,24 @@ fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
 }
 
 fn print_report(report: &ProbeReport, json: bool, all: bool) {
-    let doc = report::json(report);
-    if json {
-        println!("{doc}");
+    let printed = if json {
+        report::write_json(
+            report,
+            &mut std::io::BufWriter::new(std::io::stdout().lock()),
+        )
     } else {
-        println!("{}", report::table(&doc, all, width()));
+        let table = report::table(&report::head(report), report::cells(report), all, width());
+        std::io::Write::write_all(
+            &mut std::io::stdout().lock(),
+            format!("{table}\n").as_bytes(),
+        )
+    };
+    // A reader that has gone (`vac … | head`) wants no more; the receipts are written.
+    match printed {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            tracing::warn!(%error, "the report could not be printed");
+        }
+        _ => {}
     }
 }
 

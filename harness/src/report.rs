@@ -8,22 +8,10 @@ use serde_json::{Value, json};
 
 use crate::probe::ProbeReport;
 
-/// The JSON document of `--json`: `verdicts` (one object per tool × clause, with `tool`,
-/// `clause`, `verdict`, `reason`, `evidence`) and `receipts`, the receipt directory.
-pub fn json(report: &ProbeReport) -> Value {
-    let verdicts: Vec<Value> = report
-        .grades
-        .iter()
-        .flat_map(|g| &g.cells)
-        .map(|cell| {
-            let mut value = cell.to_json();
-            value["contract"] = json!(report.contract);
-            if let Some(isolated) = report.isolation.get(&cell.tool) {
-                value["isolation"] = isolated.clone();
-            }
-            value
-        })
-        .collect();
+/// The JSON document of `--json` without its cells (`verdicts` is empty): `target`,
+/// `status`, the manifest, runs, findings and `receipts`, the receipt directory. Small
+/// whatever the server's size; [`cells`] gives the verdicts, one at a time.
+pub fn head(report: &ProbeReport) -> Value {
     json!({
         "target": report.target,
         "status": if report.failure.is_some() { "errored" } else { "completed" },
@@ -32,7 +20,7 @@ pub fn json(report: &ProbeReport) -> Value {
         "tools": report.tools,
         "manifest": report.manifest,
         "contract": report.contract,
-        "verdicts": verdicts,
+        "verdicts": [],
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
         "runs": report.runs,
         "isolation": report.isolation,
@@ -51,10 +39,70 @@ pub fn json(report: &ProbeReport) -> Value {
     })
 }
 
-/// The terminal view of a probe's JSON document: a summary (tools, confirmed cells, tools
-/// with no successful call, unstable cells), then the confirmed cells only, each on one
-/// line cut to `width` columns; `all` lists every cell instead.
-pub fn table(doc: &Value, all: bool, width: usize) -> String {
+/// The document's `verdicts`, one object per tool × clause (`tool`, `clause`, `verdict`,
+/// `reason`, `evidence`, the contract and the tool's isolation), built one at a time.
+pub fn cells(report: &ProbeReport) -> impl Iterator<Item = Value> + '_ {
+    report.grades.iter().flat_map(|g| &g.cells).map(|cell| {
+        let mut value = cell.to_json();
+        value["contract"] = json!(report.contract);
+        if let Some(isolated) = report.isolation.get(&cell.tool) {
+            value["isolation"] = isolated.clone();
+        }
+        value
+    })
+}
+
+/// The whole `--json` document as one value ([`head`] with its [`cells`]).
+pub fn json(report: &ProbeReport) -> Value {
+    let mut doc = head(report);
+    doc["verdicts"] = Value::Array(cells(report).collect());
+    doc
+}
+
+/// Writes [`json`]'s bytes, and a newline, without holding the document: its cells are
+/// serialised as they are built. A value tree costs about ten times its text (94 MB for
+/// the 9 MB document of a server with 3,000 tools), which a hostile server must not buy.
+pub fn write_json(report: &ProbeReport, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    use serde::ser::{SerializeMap, SerializeSeq};
+    struct Doc<'a>(&'a serde_json::Map<String, Value>, &'a ProbeReport);
+    struct Cells<'a>(&'a ProbeReport);
+    impl serde::Serialize for Doc<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            // The head's keys come in the order a whole document's would (serde_json's
+            // maps are sorted), so the bytes are the same.
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (key, value) in self.0 {
+                match key.as_str() {
+                    "verdicts" => map.serialize_entry(key, &Cells(self.1))?,
+                    _ => map.serialize_entry(key, value)?,
+                }
+            }
+            map.end()
+        }
+    }
+    impl serde::Serialize for Cells<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(None)?;
+            for cell in cells(self.0) {
+                seq.serialize_element(&cell)?;
+            }
+            seq.end()
+        }
+    }
+    let head = head(report);
+    let Value::Object(head) = &head else {
+        unreachable!("the head is an object")
+    };
+    serde_json::to_writer(&mut *out, &Doc(head, report)).map_err(std::io::Error::from)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// The terminal view of a probe: a summary (tools, confirmed cells, tools with no
+/// successful call, unstable cells), then the confirmed cells only, each on one line cut to
+/// `width` columns; `all` lists every cell instead. One pass over `cells`, keeping only
+/// the lines it shows.
+pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: usize) -> String {
     let text = |key: &str| doc[key].as_str().unwrap_or("?").to_string();
     let mut out = String::new();
     let _ = writeln!(out, "target    {}", text("target"));
@@ -89,17 +137,29 @@ pub fn table(doc: &Value, all: bool, width: usize) -> String {
             );
         }
     }
-    let cells: Vec<&Value> = doc["verdicts"].as_array().into_iter().flatten().collect();
     let name = |cell: &Value, key: &str| cell[key].as_str().unwrap_or("?").to_string();
-    // One pass over the cells: each tool, and whether any of its cells had a successful
-    // call (a server with thousands of tools must not cost tools × cells).
+    // Each tool, and whether any of its cells had a successful call (a server with
+    // thousands of tools must not cost tools × cells).
     let mut succeeded: std::collections::HashMap<String, bool> = Default::default();
-    for cell in &cells {
-        *succeeded.entry(name(cell, "tool")).or_default() |=
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let mut shown = Vec::new();
+    for cell in cells {
+        *succeeded.entry(name(&cell, "tool")).or_default() |=
             cell["succeeded"].as_u64().unwrap_or(0) > 0;
+        *counts.entry(name(&cell, "verdict")).or_default() += 1;
+        if all || cell["verdict"] == "confirmed" {
+            let line = format!(
+                "{:<20} {:<19} {:<10} {}",
+                name(&cell, "tool"),
+                name(&cell, "clause"),
+                name(&cell, "verdict"),
+                one_line(&cell)
+            );
+            shown.push(cut(&line, width));
+        }
     }
     let tools = succeeded.len();
-    let count = |verdict: &str| cells.iter().filter(|c| c["verdict"] == verdict).count();
+    let count = |verdict: &str| counts.get(verdict).copied().unwrap_or(0);
     let no_success = succeeded.values().filter(|worked| !**worked).count();
     let _ = writeln!(
         out,
@@ -111,10 +171,6 @@ pub fn table(doc: &Value, all: bool, width: usize) -> String {
         count("errored"),
     );
     let _ = writeln!(out);
-    let shown: Vec<&&Value> = cells
-        .iter()
-        .filter(|c| all || c["verdict"] == "confirmed")
-        .collect();
     if shown.is_empty() {
         let _ = writeln!(out, "no confirmed cell (--all lists every cell)");
         return out;
@@ -124,15 +180,8 @@ pub fn table(doc: &Value, all: bool, width: usize) -> String {
         "{:<20} {:<19} {:<10} EVIDENCE",
         "TOOL", "CLAUSE", "VERDICT"
     );
-    for cell in shown {
-        let line = format!(
-            "{:<20} {:<19} {:<10} {}",
-            name(cell, "tool"),
-            name(cell, "clause"),
-            name(cell, "verdict"),
-            one_line(cell)
-        );
-        let _ = writeln!(out, "{}", cut(&line, width));
+    for line in shown {
+        let _ = writeln!(out, "{line}");
     }
     out
 }
