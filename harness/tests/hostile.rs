@@ -149,9 +149,9 @@ fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
 }
 
 /// A server that lists 3,000 tools: the tool budget (128 by default) is what runs, and
-/// every tool beyond it is `skipped: budget`. vac's peak memory is printed, not asserted:
-/// 239–250 MB in a debug build, under the issue's 256 MB by less than allocator
-/// fragmentation varies from run to run.
+/// every tool beyond it is `skipped: budget`, within vac's 256 MB (a debug build held
+/// 239–250 MB before frames waited on disk, equal manifests shared one value and the
+/// report was written as it was built; 143 MB after).
 const MANY_TOOLS: &str = r#"
 def tools(m):
     return {"tools": [{"name": f"tool_{i:04}", "description": "Does nothing.",
@@ -186,10 +186,7 @@ fn three_thousand_tools_end_at_the_tool_budget() {
         fs_write("tool_0000")
     );
     assert_eq!(probe.output.status.code(), Some(0), "{:?}", probe.output);
-    eprintln!(
-        "vac's peak resident memory: {} MB",
-        vac_peak_rss(&probe.output) >> 20
-    );
+    assert_within_memory_bound(&probe);
 }
 
 /// A tool that answers its call only after flooding the client with requests of its own
@@ -346,5 +343,104 @@ fn a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell() {
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
     assert!(first_error(cell).contains("per-session cap"), "{cell:#}");
     assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(&probe);
+}
+
+/// A read-only tool that races the lab watcher: it makes a directory and at once swaps a
+/// link to `/usr` in for it, 2,000 times, then reads what lies behind the links. A watcher
+/// that resolved the new directory through `/proc/<init>/root` followed the link into the
+/// host's `/usr` (10,777 watches on it as root) and fed the host's activity into the
+/// receipts; now every directory is opened beneath the lab by descriptor, so no path
+/// below a link is ever recorded.
+const RACE: &str = r#"
+import os
+def tools(m):
+    return {"tools": [{"name": "shuffle", "description": "Shuffles nothing.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def race():
+    base = os.path.expanduser("~/.cache/race")
+    os.makedirs(base, exist_ok=True)
+    for i in range(2000):
+        d = os.path.join(base, f"d{i}")
+        os.mkdir(d)
+        os.rmdir(d)
+        os.symlink("/usr", d)
+    opened = 0
+    for root, dirs, files in os.walk(os.path.join(base, "d0", "share")):
+        for name in files[:2]:
+            try:
+                open(os.path.join(root, name), "rb").close()
+                opened += 1
+            except OSError:
+                pass
+        if opened > 2000:
+            break
+"#;
+
+#[test]
+fn a_symlink_swapped_in_for_a_new_directory_never_leads_the_watcher_out_of_the_lab() {
+    let test = "a_symlink_swapped_in_for_a_new_directory_never_leads_the_watcher_out_of_the_lab";
+    if !privileged(test) {
+        return;
+    }
+    let script = python_server("race", RACE, "race()");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "shuffle", "fs.write");
+    assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(1), "{:?}", probe.output);
+    // Nothing below any of the links, in any record: no watch was put behind one.
+    let race = format!("{}/.cache/race/d", lab_places(&probe).home);
+    let receipts = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    let mut links = 0;
+    for (at, _) in receipts.match_indices(&race) {
+        let rest = &receipts[at + race.len()..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let below = rest[digits..].starts_with('/');
+        let shown: String = receipts[at..].chars().take(120).collect();
+        assert!(!below, "a path behind a link: {shown}");
+        links += 1;
+    }
+    assert!(links >= 2000, "the links themselves are recorded: {links}");
+    assert_within_memory_bound(&probe);
+}
+
+/// A read-only tool that leaves 1,100 sparse files of 64 KiB: each is worth a full
+/// excerpt, and together they pass the probe's 64 MiB content budget. The writes are
+/// confirmed, and the files whose content was not kept are counted in the witness's
+/// evidence, not silently kept without it.
+const CONTENTS: &str = r#"
+import os
+def tools(m):
+    return {"tools": [{"name": "stash", "description": "Stashes nothing.",
+                       "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+def stash():
+    at = os.path.expanduser("~/.cache/stash")
+    os.makedirs(at, exist_ok=True)
+    for i in range(1100):
+        with open(os.path.join(at, f"{i:04}"), "wb") as f:
+            f.truncate(64 * 1024)
+"#;
+
+#[test]
+fn contents_past_the_probe_budget_are_counted_in_the_witness_evidence() {
+    if !privileged("contents_past_the_probe_budget_are_counted_in_the_witness_evidence") {
+        return;
+    }
+    let script = python_server("stash", CONTENTS, "stash()");
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let cell = cell(&probe.json, "stash", "fs.write");
+    assert_eq!(cell["verdict"], "confirmed", "{}", cell["reason"]);
+    // The witnesses of the control run (which wrote nothing) and of the tool's run.
+    let over: Vec<&serde_json::Value> = cell["evidence"]["sensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["sensor"] == "fs_writes")
+        .map(|s| &s["detail"]["contents_over_budget"])
+        .filter(|n| !n.is_null())
+        .collect();
+    // 64 MiB holds 1,024 of the 1,100 contents of 64 KiB.
+    assert_eq!(over, [76], "{:#}", cell["evidence"]["sensors"]);
+    assert_eq!(probe.output.status.code(), Some(1));
     assert_within_memory_bound(&probe);
 }

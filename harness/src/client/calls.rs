@@ -1,5 +1,6 @@
 //! The requests vac makes once a session is up: [`ToolList`] and [`CallOutcome`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -16,8 +17,9 @@ use super::session::{Answer, McpSession};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolList {
     /// The exact JSON of every tool, in manifest order: a JSON array to hash. Only this
-    /// is kept: rmcp's reading of a tool serves to tell whether it is valid.
-    pub raw: Value,
+    /// is kept: rmcp's reading of a tool serves to tell whether it is valid. Shared: a
+    /// run holds it in several places, and equal lists of a probe's runs share one.
+    pub raw: Arc<Value>,
     /// Positions in `raw` of tools that are not valid MCP tools (rmcp cannot read them).
     pub malformed: Vec<usize>,
     pub pages: u32,
@@ -27,9 +29,14 @@ pub struct ToolList {
 
 impl ToolList {
     /// The list as recorded: the exact JSON of every tool.
-    pub fn from_raw(raw: Value, malformed: Vec<usize>, pages: u32, complete: bool) -> ToolList {
+    pub fn from_raw(
+        raw: impl Into<Arc<Value>>,
+        malformed: Vec<usize>,
+        pages: u32,
+        complete: bool,
+    ) -> ToolList {
         ToolList {
-            raw,
+            raw: raw.into(),
             malformed,
             pages,
             complete,
@@ -61,7 +68,7 @@ impl McpSession {
     pub async fn list_tools(&mut self) -> Result<ToolList, ClientError> {
         const WHAT: &str = "tools/list";
         let mut list = ToolList {
-            raw: Value::Null,
+            raw: Arc::new(Value::Null),
             malformed: Vec::new(),
             pages: 0,
             complete: false,
@@ -113,7 +120,7 @@ impl McpSession {
                 }
             }
         }
-        list.raw = Value::Array(raw_tools);
+        list.raw = Arc::new(Value::Array(raw_tools));
         Ok(list)
     }
 

@@ -1,5 +1,12 @@
 //! [`FrameLog`]: the bounded, shared record of every frame a session sees.
+//!
+//! A frame's bytes past [`SPILL_FROM`] wait in an unlinked temporary file, not in memory,
+//! until the log is drained and they are read back one frame at a time ([`Frames`]): a
+//! server that writes its whole allowance (64 MiB a session) costs vac disk, not memory.
 
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -57,9 +64,15 @@ pub struct FrameLog {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// Frames this long or longer wait on disk.
+pub(super) const SPILL_FROM: usize = 4096;
+
 #[derive(Debug)]
 struct Inner {
-    frames: Vec<Frame>,
+    frames: Vec<Held>,
+    /// Where spilled bytes go: created at the first long frame, emptied when drained.
+    spill: Option<Arc<File>>,
+    spilled: u64,
     held_bytes: u64,
     max_frames: usize,
     max_bytes: u64,
@@ -89,6 +102,8 @@ impl FrameLog {
     pub fn with_caps(epoch: Instant, max_frames: usize, max_bytes: u64) -> Self {
         let inner = Inner {
             frames: Vec::new(),
+            spill: None,
+            spilled: 0,
             held_bytes: 0,
             max_frames,
             max_bytes,
@@ -112,9 +127,22 @@ impl FrameLog {
 
     /// Takes every frame held so far, oldest first.
     pub fn drain(&self) -> Vec<Frame> {
+        self.take()
+            .iter()
+            .map(|frame| frame.unwrap_or_else(unreadable))
+            .collect()
+    }
+
+    /// Takes every frame held so far, to be read back one at a time: what was spilled stays
+    /// on disk until then.
+    pub fn take(&self) -> Frames {
         let mut inner = self.lock();
         inner.held_bytes = 0;
-        std::mem::take(&mut inner.frames)
+        inner.spilled = 0;
+        Frames {
+            held: std::mem::take(&mut inner.frames),
+            spill: inner.spill.take(),
+        }
     }
 
     pub fn stats(&self) -> FrameLogStats {
@@ -142,7 +170,11 @@ impl FrameLog {
             return seq;
         }
         inner.held_bytes += size;
-        inner.frames.push(Frame {
+        let bytes = match bytes.len() >= SPILL_FROM {
+            true => inner.spill_out(bytes),
+            false => Payload::Inline(bytes),
+        };
+        inner.frames.push(Held {
             seq,
             direction,
             at,
@@ -163,6 +195,97 @@ impl FrameLog {
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Inner {
+    /// `bytes` written to the spill file, or kept in memory if the file cannot be had.
+    fn spill_out(&mut self, bytes: Vec<u8>) -> Payload {
+        if self.spill.is_none() {
+            match tempfile::tempfile() {
+                Ok(file) => self.spill = Some(Arc::new(file)),
+                Err(error) => {
+                    tracing::warn!(%error, "no spill file: long frames are held in memory");
+                    return Payload::Inline(bytes);
+                }
+            }
+        }
+        let file = self.spill.as_ref().expect("created above");
+        let offset = self.spilled;
+        if let Err(error) = file.write_all_at(&bytes, offset) {
+            tracing::warn!(%error, "the spill file failed: a long frame is held in memory");
+            return Payload::Inline(bytes);
+        }
+        self.spilled += bytes.len() as u64;
+        Payload::Spilled {
+            offset,
+            size: bytes.len(),
+        }
+    }
+}
+
+fn unreadable(error: io::Error) -> Frame {
+    panic!("vac's own spill file of frames could not be read back: {error}")
+}
+
+/// A frame as the log holds it: its bytes in memory or in the spill file.
+#[derive(Debug)]
+struct Held {
+    seq: u64,
+    direction: Direction,
+    at: Duration,
+    bytes: Payload,
+    len: u64,
+    truncated: bool,
+}
+
+#[derive(Debug)]
+enum Payload {
+    Inline(Vec<u8>),
+    Spilled { offset: u64, size: usize },
+}
+
+/// The frames a log held when it was taken ([`FrameLog::take`]), oldest first; long ones
+/// are read back from disk as they are visited.
+#[derive(Debug, Default)]
+pub struct Frames {
+    held: Vec<Held>,
+    spill: Option<Arc<File>>,
+}
+
+impl Frames {
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Each frame with its bytes, read back from disk if they were spilled; an error is
+    /// vac's own disk failing, never the server's doing.
+    pub fn iter(&self) -> impl Iterator<Item = io::Result<Frame>> + '_ {
+        self.held.iter().map(|held| {
+            let bytes = match &held.bytes {
+                Payload::Inline(bytes) => bytes.clone(),
+                Payload::Spilled { offset, size } => {
+                    let file = self.spill.as_ref().ok_or_else(|| {
+                        io::Error::other("a spilled frame without its spill file")
+                    })?;
+                    let mut bytes = vec![0; *size];
+                    file.read_exact_at(&mut bytes, *offset)?;
+                    bytes
+                }
+            };
+            Ok(Frame {
+                seq: held.seq,
+                direction: held.direction,
+                at: held.at,
+                bytes,
+                len: held.len,
+                truncated: held.truncated,
+            })
+        })
     }
 }
 
@@ -205,5 +328,51 @@ mod tests {
         // Draining frees the room again.
         log.record(Direction::Stderr, Duration::ZERO, b"f".to_vec(), 1, false);
         assert_eq!(log.drain().len(), 1);
+    }
+
+    #[test]
+    fn long_frames_wait_on_disk_and_come_back_whole() {
+        let log = FrameLog::new(Instant::now());
+        let long: Vec<u8> = (0..3 * SPILL_FROM).map(|i| (i % 251) as u8).collect();
+        log.record(
+            Direction::FromServer,
+            Duration::ZERO,
+            long.clone(),
+            12_288,
+            false,
+        );
+        log.record(
+            Direction::ToServer,
+            Duration::ZERO,
+            b"short\n".to_vec(),
+            6,
+            false,
+        );
+        log.record(
+            Direction::FromServer,
+            Duration::ZERO,
+            long[1..].to_vec(),
+            12_287,
+            true,
+        );
+        let frames = log.take();
+        assert!(matches!(
+            frames.held[0].bytes,
+            Payload::Spilled { offset: 0, .. }
+        ));
+        assert!(matches!(frames.held[1].bytes, Payload::Inline(_)));
+        let back: Vec<Frame> = frames.iter().map(Result::unwrap).collect();
+        assert_eq!(back[0].bytes, long);
+        assert_eq!(back[1].bytes, b"short\n");
+        assert_eq!((&back[2].bytes[..], back[2].truncated), (&long[1..], true));
+        // The next frames go to a new spill file, from its start.
+        log.record(
+            Direction::FromServer,
+            Duration::ZERO,
+            long.clone(),
+            12_288,
+            false,
+        );
+        assert_eq!(log.drain()[0].bytes, long);
     }
 }

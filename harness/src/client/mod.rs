@@ -27,7 +27,7 @@ mod transport;
 pub use calls::{CallOutcome, ToolList};
 pub use endpoint::{Dial, HttpEndpoint, UrlError};
 pub use error::{CallError, ClientError};
-pub use frame::{Direction, Frame, FrameLog, FrameLogStats};
+pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
 pub use options::{ClientOptions, ServerOutput, ServerStreams};
 pub use session::McpSession;
 

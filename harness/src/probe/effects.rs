@@ -14,9 +14,31 @@ use super::run::CallRecord;
 
 /// Bytes of a written file kept as evidence (the excerpt in reports is shorter).
 pub(crate) const CONTENT_CAP: u64 = 64 * 1024;
-/// Bytes of written files kept as evidence per run, in all: beyond them a change keeps its
-/// digest only. 60,000 files a hostile server writes cost this much, not 60,000 × the cap.
+/// Bytes of written files kept as evidence per probe, in all its runs: beyond them a change
+/// keeps its digest only, and is counted. 60,000 files a hostile server writes cost this
+/// much, not 60,000 × the cap, and a server with many tools that each run alone cannot
+/// multiply it by its runs.
 pub(crate) const CONTENT_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// What is left of a probe's [`CONTENT_BUDGET`], shared by its runs.
+#[derive(Debug)]
+pub(crate) struct ContentBudget(std::sync::atomic::AtomicU64);
+
+impl Default for ContentBudget {
+    fn default() -> Self {
+        ContentBudget(std::sync::atomic::AtomicU64::new(CONTENT_BUDGET))
+    }
+}
+
+impl ContentBudget {
+    /// Takes `bytes` from the budget, if that many are left.
+    fn take(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0
+            .fetch_update(Relaxed, Relaxed, |left| left.checked_sub(bytes))
+            .is_ok()
+    }
+}
 const EXCERPT: usize = 160;
 const MAX_WRITES: usize = 64;
 
@@ -32,8 +54,13 @@ pub(crate) struct ObservedChange {
     pub(crate) writes: Vec<Duration>,
 }
 
-/// Reads contents while the run directory still exists.
-pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<ObservedChange> {
+/// Reads contents while the run directory still exists; with them, how many contents were
+/// not kept because the probe's [`CONTENT_BUDGET`] was spent (those changes keep their digest).
+pub(crate) fn observe(
+    stopped: &Stopped,
+    changes: Vec<FsChange>,
+    budget: &ContentBudget,
+) -> (Vec<ObservedChange>, u64) {
     // Each layer is opened once for all the reads beneath it.
     let upper = std::fs::File::open(stopped.upper_dir()).ok();
     let lowers: Vec<std::fs::File> = stopped
@@ -41,13 +68,16 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
         .iter()
         .filter_map(|l| std::fs::File::open(l).ok())
         .collect();
-    let mut budget = CONTENT_BUDGET;
+    let mut over = 0;
     let mut kept = |bytes: Option<Vec<u8>>| {
-        let bytes = bytes.filter(|b| b.len() as u64 <= budget)?;
-        budget -= bytes.len() as u64;
+        let bytes = bytes?;
+        if !budget.take(bytes.len() as u64) {
+            over += 1;
+            return None;
+        }
         Some(bytes)
     };
-    changes
+    let observed = changes
         .into_iter()
         .map(|change| {
             let path = change.path().to_path_buf();
@@ -75,7 +105,8 @@ pub(crate) fn observe(stopped: &Stopped, changes: Vec<FsChange>) -> Vec<Observed
                 writes: Vec::new(),
             }
         })
-        .collect()
+        .collect();
+    (observed, over)
 }
 
 /// Stamps each change with the times of the lab events that wrote its path.

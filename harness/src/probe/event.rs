@@ -9,6 +9,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -114,6 +115,10 @@ pub(crate) struct Lost {
     pub(crate) frames: FrameLogStats,
     /// The lab watcher's losses (kernel queue overflow, dropped events), when any.
     pub(crate) lab: Option<String>,
+    /// Written files whose content was not kept, past the run's content budget: each
+    /// still has its digest, but no clause can match on its bytes.
+    #[serde(default)]
+    pub(crate) contents_over_budget: u64,
 }
 
 /// Everything a run observed, one variant per kind of observation.
@@ -128,7 +133,7 @@ pub(crate) enum Event {
     /// A whole tools/list (every page), exact JSON.
     Manifest {
         phase: Phase,
-        tools: Value,
+        tools: Arc<Value>,
         malformed: Vec<usize>,
         pages: u32,
         complete: bool,

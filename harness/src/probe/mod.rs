@@ -262,15 +262,18 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     // The plan needs the control run's manifest, not its end: once its tools/list is
     // answered, the subject runs start while it settles and is torn down beside them.
     let server = std::sync::Arc::new(server);
+    let content = std::sync::Arc::new(effects::ContentBudget::default());
     let (listed, listing) = tokio::sync::oneshot::channel();
     let control = {
-        let (server, quiet, client) = (
+        let (server, quiet, client, content) = (
             std::sync::Arc::clone(&server),
             options.quiet,
             options.client.clone(),
+            std::sync::Arc::clone(&content),
         );
         AbortOnDrop(tokio::spawn(async move {
-            run::execute_listing(&server, control_plan(quiet, &client), Some(listed)).await
+            let plan = control_plan(quiet, &client, &content);
+            run::execute_listing(&server, plan, Some(listed)).await
         }))
     };
     let listed = listing.await.ok();
@@ -328,6 +331,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         .collect();
     let runs = Runs {
         server: &server,
+        content: &content,
         plan: &plan,
         options: &options,
         dir,
@@ -352,6 +356,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
 #[derive(Clone, Copy)]
 struct Runs<'a> {
     server: &'a std::sync::Arc<Server>,
+    content: &'a std::sync::Arc<effects::ContentBudget>,
     plan: &'a ProbePlan,
     options: &'a ProbeOptions,
     /// The receipts, which say what a shared run left in doubt.
@@ -371,6 +376,7 @@ async fn subject_runs(
 ) -> Result<(), ProbeError> {
     let Runs {
         server,
+        content,
         plan,
         options,
         dir,
@@ -380,6 +386,7 @@ async fn subject_runs(
         let planned = planned.clone();
         let lab = (planned.scope == Scope::Shared).then(|| plan.lab.clone());
         let (quiet, client) = (options.quiet, options.client.clone());
+        let content = std::sync::Arc::clone(content);
         AbortOnDrop(tokio::spawn(async move {
             let plan = RunPlan {
                 role: Role::Subject,
@@ -390,6 +397,7 @@ async fn subject_runs(
                 first_index: planned.first_index,
                 quiet,
                 options: &client,
+                content: &content,
             };
             run::execute(&server, plan).await
         }))
@@ -778,10 +786,19 @@ pub async fn control_manifest(
 
 /// Handshake and tools/list, no call: the server's background and its manifest.
 async fn control_run(server: &Server, options: &ProbeOptions) -> Result<RunOutput, ProbeError> {
-    Ok(run::execute(server, control_plan(options.quiet, &options.client)).await?)
+    let content = effects::ContentBudget::default();
+    Ok(run::execute(
+        server,
+        control_plan(options.quiet, &options.client, &content),
+    )
+    .await?)
 }
 
-fn control_plan(quiet: run::Quiet, client: &ClientOptions) -> RunPlan<'_> {
+fn control_plan<'a>(
+    quiet: run::Quiet,
+    client: &'a ClientOptions,
+    content: &'a effects::ContentBudget,
+) -> RunPlan<'a> {
     RunPlan {
         role: Role::Control,
         tool: None,
@@ -791,6 +808,7 @@ fn control_plan(quiet: run::Quiet, client: &ClientOptions) -> RunPlan<'_> {
         first_index: 0,
         quiet,
         options: client,
+        content,
     }
 }
 

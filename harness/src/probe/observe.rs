@@ -187,6 +187,9 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
         if matches!(sensor, Sensor::Processes | Sensor::Network) {
             detail["dropped"] = dropped;
         }
+        if sensor == Sensor::FsWrites && output.lost.contents_over_budget > 0 {
+            detail["contents_over_budget"] = json!(output.lost.contents_over_budget);
+        }
         SensorStatus {
             sensor,
             status,

@@ -93,7 +93,11 @@ impl Recorder {
             run_id: run_id.clone(),
             config,
         }))?;
-        for frame in &output.frames {
+        for frame in output.frames.iter() {
+            let frame = frame.map_err(|source| WriteError::Refused {
+                seq: self.writer.next_seq(),
+                detail: format!("a frame could not be read back from vac's spill file: {source}"),
+            })?;
             let direction = match frame.direction {
                 FrameDirection::ToServer => Direction::ToServer,
                 FrameDirection::FromServer => Direction::FromServer,

@@ -128,6 +128,7 @@ fn read_log(
     let log = ReceiptLog::open(dir).map_err(failed)?;
     let mut recorded = Recorded::default();
     let mut open: Option<RunBuilder> = None;
+    let mut manifests = Vec::new();
     let (mut runs, mut skipping) = (0, None::<String>);
     for entry in log.entries().map_err(failed)? {
         let record = entry.map_err(failed)?.record;
@@ -203,7 +204,9 @@ fn read_log(
             }
             Body::RunEnd(end) => {
                 if let Some(run) = open.take_if(|r| r.id() == end.run_id) {
-                    recorded.runs.push(run.finish());
+                    let mut output = run.finish();
+                    share_manifests(&mut output, &mut manifests);
+                    recorded.runs.push(output);
                 }
             }
             Body::Contract(contract) => recorded.contract = Some(contract),
@@ -596,4 +599,25 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
         "control_subtracted": observation.control_subtracted.iter()
             .map(|e| json!({"class": e.class, "path": e.path})).collect::<Vec<_>>(),
     }))
+}
+
+/// Equal manifests of a probe's runs share one value: every run lists the tools at least
+/// twice, and a list of 3,000 tools is some 10 MB as a value, as many times over.
+fn share_manifests(output: &mut RunOutput, seen: &mut Vec<std::sync::Arc<Value>>) {
+    let mut share =
+        |raw: &mut std::sync::Arc<Value>| match seen.iter().find(|known| **known == *raw) {
+            Some(known) => *raw = known.clone(),
+            None => seen.push(raw.clone()),
+        };
+    if let Some(tools) = output.tools.as_mut() {
+        share(&mut tools.raw);
+    }
+    if let Some(Ok(later)) = output.later_tools.as_mut() {
+        share(later);
+    }
+    for settled in &mut output.settles {
+        if let Some(tools) = settled.tools.as_mut() {
+            share(tools);
+        }
+    }
 }

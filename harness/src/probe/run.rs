@@ -19,7 +19,7 @@ use super::event::{ConnectSeen, DatagramSeen, DnsSeen, ExecSeen, LabEvent, Lost,
 use super::plan::{PlannedCall, Purpose};
 use super::target::{self, Server};
 use crate::client::{
-    CallError, CallOutcome, ClientError, ClientOptions, Frame, FrameLog, FrameLogStats,
+    CallError, CallOutcome, ClientError, ClientOptions, FrameLog, FrameLogStats, Frames,
     HttpEndpoint, McpSession, ServerOutput, ServerStreams, ToolList,
 };
 
@@ -93,7 +93,7 @@ pub(crate) struct Settled {
     /// The raw tools/list, when it differs from the one before it (the handshake's for the
     /// first block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tools: Option<Value>,
+    pub(crate) tools: Option<Arc<Value>>,
     /// Why tools/list failed then, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) relist_failed: Option<String>,
@@ -240,7 +240,7 @@ pub(crate) struct RunOutput {
     pub(crate) role: Role,
     pub(crate) tool: Option<String>,
     /// The frames of the live run (recorded as `frame` records; not read back for grading).
-    pub(crate) frames: Vec<Frame>,
+    pub(crate) frames: Frames,
     pub(crate) frame_stats: FrameLogStats,
     pub(crate) protocol_version: Option<String>,
     /// The server's name and version from initialize.
@@ -249,7 +249,7 @@ pub(crate) struct RunOutput {
     pub(crate) calls: Vec<CallRecord>,
     /// Subject runs: the raw tools/list array asked for again after the calls, or why
     /// that failed (the protocol sensor's proof that the session was intact to the end).
-    pub(crate) later_tools: Option<Result<Value, String>>,
+    pub(crate) later_tools: Option<Result<Arc<Value>, String>>,
     /// How many `notifications/tools/list_changed` the server sent during the run.
     pub(crate) list_changed: u64,
     pub(crate) changes: Vec<ObservedChange>,
@@ -285,7 +285,7 @@ impl RunOutput {
             id,
             role,
             tool: tool.map(str::to_string),
-            frames: Vec::new(),
+            frames: Frames::default(),
             frame_stats: FrameLogStats::default(),
             protocol_version: None,
             server: None,
@@ -352,6 +352,8 @@ pub(crate) struct RunPlan<'a> {
     pub(crate) first_index: usize,
     pub(crate) quiet: Quiet,
     pub(crate) options: &'a ClientOptions,
+    /// The probe's budget of written contents kept as evidence, shared by its runs.
+    pub(crate) content: &'a super::effects::ContentBudget,
 }
 
 /// Runs the server once.
@@ -371,6 +373,7 @@ pub(crate) async fn execute_listing(
         role,
         tool,
         options,
+        content,
         ..
     } = plan;
     let (sandbox, http): (&Sandbox, _) = match server {
@@ -447,7 +450,9 @@ pub(crate) async fn execute_listing(
                 (SelfTest::Blind { reason, .. }, None) => Reading::Blind(reason.clone()),
                 (SelfTest::NotRun, None) => Reading::Blind("no marker was written".into()),
             };
-            output.changes = blocking(|| effects::observe(&stopped, report.changes));
+            let (changes, over) = blocking(|| effects::observe(&stopped, report.changes, content));
+            output.changes = changes;
+            output.lost.contents_over_budget = over;
         }
         Err(error) => {
             output.sensors.fs_writes = Reading::Blind(format!("the witness failed: {error}"))
@@ -491,7 +496,7 @@ pub(crate) async fn execute_listing(
             t_ns: e.since_start.as_nanos() as u64,
         })
         .collect();
-    output.frames = log.drain();
+    output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
     Ok(output)
@@ -607,7 +612,7 @@ async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>, listed: Option<Liste
         written: &written,
     };
     converse(None, wire, &log, plan, watch, listed, &mut output).await;
-    output.frames = log.drain();
+    output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
     output

@@ -67,7 +67,9 @@ pub(crate) fn effects(
         }
     }
     let (reviewed, launched) = (listed(control), listed(subject));
-    if let Some(Ok(Value::Array(later))) = &subject.later_tools {
+    if let Some(Ok(later)) = &subject.later_tools
+        && let Value::Array(later) = &**later
+    {
         let last = subject.calls.last().map(|c| c.index);
         // Within the session every change is the server's doing, tied to the block it
         // followed where a shared run listed the tools between blocks, else to the last
@@ -76,7 +78,7 @@ pub(crate) fn effects(
         let mut listings: Vec<(&[Value], Option<usize>)> = subject
             .settles
             .iter()
-            .filter_map(|s| match &s.tools {
+            .filter_map(|s| match s.tools.as_deref() {
                 Some(Value::Array(tools)) => Some((tools.as_slice(), Some(s.after_call))),
                 _ => None,
             })
