@@ -73,6 +73,10 @@ pub(crate) struct DnsSeen {
     pub(crate) qtype: u16,
     pub(crate) tcp: bool,
     pub(crate) t_ns: u64,
+    /// The address the name was answered with; none in receipts from when every name got
+    /// the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<std::net::IpAddr>,
 }
 
 /// One TCP connection attempt; its first bytes are the record's payload.

@@ -556,6 +556,7 @@ fn network(log: &NetworkLog, output: &mut RunOutput) {
                 qtype: q.qtype,
                 tcp: q.tcp,
                 t_ns: t(q.since_start),
+                answer: q.answer,
             })
             .collect(),
         tcp: log

@@ -88,14 +88,21 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
         });
     }
     for attempt in log.tcp.iter().filter(|t| since(t.t_ns) >= started) {
-        // Every name resolves to the sinkhole's address, so without Host or SNI the last
-        // name looked up before a connection to it is the best witness of where it meant to
-        // go. A connection to any other address (loopback, a literal IP) was never a name's.
-        let resolved = RESOLVED_TO.contains(&attempt.dst.ip());
+        // Each name is answered with an address of its own, so without Host or SNI the
+        // last name answered with the connection's address is where it meant to go. In
+        // receipts from when every name got one address, the last name looked up before
+        // the connection is the best witness. A connection to any other address (loopback,
+        // a literal IP) was never a name's.
+        let dst = attempt.dst.ip().to_canonical();
+        let legacy = RESOLVED_TO.contains(&dst);
         let looked_up = || {
-            log.dns
-                .iter()
-                .rfind(|q| resolved && since(q.t_ns) >= started && q.t_ns <= attempt.t_ns)
+            log.dns.iter().rfind(|q| {
+                let named = match q.answer {
+                    Some(answer) => answer.to_canonical() == dst,
+                    None => legacy,
+                };
+                named && since(q.t_ns) >= started && q.t_ns <= attempt.t_ns
+            })
         };
         let (host, host_from) = match (
             attempt.http.as_ref().and_then(|h| h.host.clone()),

@@ -1,23 +1,61 @@
-//! The sinkhole's resolver: answers every name with a sinkhole address and logs it.
+//! The sinkhole's resolver: answers every name with an address of its own and logs it.
 //!
-//! A and AAAA questions get one answer ([`SINKHOLE_V4`], [`SINKHOLE_V6`]); any other type an
-//! empty NOERROR answer. Since every address of the namespace is local, whichever nameserver
+//! A and AAAA questions get one answer, [`address_of`] the name: global unicast, stable
+//! for the name, different for different names, as a real resolver's would be (a server
+//! that compared two names' addresses told the sinkhole by their being one); any other
+//! type an empty NOERROR answer. Every address of the namespace is local, so whichever
+//! address a name got, a connection to it reaches the sinkhole; and whichever nameserver
 //! `/etc/resolv.conf` names, its queries arrive at the sockets bound to port 53 here.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use tokio::net::UdpSocket;
 
 use super::log::Recorder;
 
-/// The address every A question is answered with. A global unicast address (one of
-/// example.com's), not a private one: servers that refuse private destinations against
-/// SSRF (mcp-server-fetch does) fetch from it as from any site, and a server cannot tell
-/// the sinkhole by its address. Every address is local in the namespace: nothing leaves.
+/// The address every A question was answered with before each name had its own (receipts
+/// of that time name connections to it).
 pub const SINKHOLE_V4: Ipv4Addr = Ipv4Addr::new(23, 215, 0, 136);
-/// The address every AAAA question is answered with (global unicast, as above).
+/// The address every AAAA question was answered with before each name had its own.
 pub const SINKHOLE_V6: Ipv6Addr = Ipv6Addr::new(0x2600, 0x1406, 0x3a00, 0x21, 0, 0, 0x173e, 0x2e65);
+
+/// First octets of ordinary, publicly routed IPv4 space (cloud and CDN ranges): never
+/// private, shared, loopback, link-local, multicast or reserved, so servers that refuse
+/// private destinations against SSRF (mcp-server-fetch does) fetch from them as from any
+/// site.
+const FIRST_OCTETS: [u8; 12] = [23, 34, 35, 44, 52, 54, 104, 142, 151, 157, 185, 199];
+
+/// The answer to a question for `name` of type `qtype`: for A and AAAA, the name's own
+/// address (derived from the name, case and a final dot aside: the same in every run), none
+/// for any other type.
+pub(crate) fn address_of(name: &str, qtype: u16) -> Option<IpAddr> {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let h = blake3::hash(name.as_bytes());
+    let h = h.as_bytes();
+    match qtype {
+        TYPE_A => Some(IpAddr::V4(Ipv4Addr::new(
+            FIRST_OCTETS[usize::from(h[0]) % FIRST_OCTETS.len()],
+            h[1],
+            h[2],
+            1 + h[3] % 253,
+        ))),
+        TYPE_AAAA => {
+            let word = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+            Some(IpAddr::V6(Ipv6Addr::new(
+                0x2600,
+                0x1f00 | (word(4) & 0xff),
+                word(6),
+                word(8),
+                0,
+                0,
+                word(10),
+                word(12) | 1,
+            )))
+        }
+        _ => None,
+    }
+}
 
 const TYPE_A: u16 = 1;
 const TYPE_AAAA: u16 = 28;
@@ -72,10 +110,10 @@ pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
     // QR, the query's opcode and RD, AA; RA, NOERROR.
     reply.push(0x80 | (query[2] & 0x79) | 0x04);
     reply.push(0x80);
-    let rdata: &[u8] = match question.qtype {
-        TYPE_A => &SINKHOLE_V4.octets(),
-        TYPE_AAAA => &SINKHOLE_V6.octets(),
-        _ => &[],
+    let rdata: Vec<u8> = match address_of(&question.name, question.qtype) {
+        Some(IpAddr::V4(v4)) => v4.octets().to_vec(),
+        Some(IpAddr::V6(v6)) => v6.octets().to_vec(),
+        None => Vec::new(),
     };
     let answers = u16::from(!rdata.is_empty());
     for count in [1, answers, 0, 0] {
@@ -87,7 +125,7 @@ pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
         reply.extend_from_slice(&question.qtype.to_be_bytes());
         reply.extend_from_slice(&[0, 1, 0, 0, 0, 60]); // class IN, TTL 60
         reply.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        reply.extend_from_slice(rdata);
+        reply.extend_from_slice(&rdata);
     }
     reply
 }
@@ -101,7 +139,8 @@ pub(crate) fn serve_one(
 ) -> Option<Vec<u8>> {
     let question = parse_query(query)?;
     let reply = answer(query, &question);
-    log.dns(question.name, question.qtype, from, tcp);
+    let answer = address_of(&question.name, question.qtype);
+    log.dns(question.name, question.qtype, answer, from, tcp);
     Some(reply)
 }
 
@@ -181,7 +220,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_query_is_answered_with_the_sinkhole_address() {
+    fn a_query_is_answered_with_the_names_own_address() {
         let query = query("Example.com", 0x1234);
         let question = parse_query(&query).unwrap();
         assert_eq!(
@@ -189,8 +228,48 @@ mod tests {
             ("Example.com.", TYPE_A)
         );
         let reply = answer(&query, &question);
-        assert_eq!(first_a(&reply, 0x1234), Some(SINKHOLE_V4));
+        let Some(IpAddr::V4(own)) = address_of("example.com", TYPE_A) else {
+            panic!("no A answer")
+        };
+        assert_eq!(first_a(&reply, 0x1234), Some(own));
         assert_eq!(first_a(&reply, 0x1235), None);
+    }
+
+    /// Names a server might compare get addresses of their own, the same whatever the case
+    /// or final dot, and every one of them public: never private, shared, loopback,
+    /// link-local, multicast, documentation or reserved.
+    #[test]
+    fn every_name_has_a_stable_public_address_of_its_own() {
+        let names: Vec<String> = (0..2000).map(|i| format!("host{i}.example.org")).collect();
+        let mut seen = std::collections::HashSet::new();
+        for name in &names {
+            for qtype in [TYPE_A, TYPE_AAAA] {
+                let address = address_of(name, qtype).unwrap();
+                assert_eq!(
+                    address_of(&format!("{}.", name.to_uppercase()), qtype),
+                    Some(address)
+                );
+                match address {
+                    IpAddr::V4(v4) => assert!(
+                        !(v4.is_private()
+                            || v4.is_loopback()
+                            || v4.is_link_local()
+                            || v4.is_multicast()
+                            || v4.is_broadcast()
+                            || v4.is_documentation()
+                            || v4.is_unspecified()
+                            || v4.octets()[0] >= 224
+                            || (v4.octets()[0] == 100 && v4.octets()[1] & 0xc0 == 64)),
+                        "{name}: {v4}"
+                    ),
+                    IpAddr::V6(v6) => assert_eq!(v6.segments()[0], 0x2600, "{name}: {v6}"),
+                }
+                seen.insert(address);
+            }
+        }
+        // Two names share an IPv4 address with odds of one in about 200 million.
+        assert_eq!(seen.len(), 4000);
+        assert_eq!(address_of("pypi.org", 16), None);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct DnsQuery {
     pub name: String,
     /// The query type: 1 A, 28 AAAA, 16 TXT, …
     pub qtype: u16,
+    /// The address it was answered with (A and AAAA), which a connection to it names.
+    pub answer: Option<std::net::IpAddr>,
     /// Where the query came from (the program's socket).
     pub from: SocketAddr,
     /// `true` when it came over TCP.
@@ -174,7 +176,14 @@ impl Recorder {
         (SystemTime::now(), self.epoch.elapsed())
     }
 
-    pub(crate) fn dns(&self, name: String, qtype: u16, from: SocketAddr, tcp: bool) {
+    pub(crate) fn dns(
+        &self,
+        name: String,
+        qtype: u16,
+        answer: Option<std::net::IpAddr>,
+        from: SocketAddr,
+        tcp: bool,
+    ) {
         let (at, since_start) = self.now();
         let max = self.limits.max_entries;
         self.with(|s| {
@@ -183,6 +192,7 @@ impl Recorder {
                 s.dns.push(DnsQuery {
                     name,
                     qtype,
+                    answer,
                     from,
                     tcp,
                     at,
@@ -401,7 +411,7 @@ mod tests {
             log.snapshot(Some(name)).self_test,
             NetSelfTest::Blind { .. }
         ));
-        log.dns(format!("{name}."), 1, from, false);
+        log.dns(format!("{name}."), 1, None, from, false);
         assert!(matches!(
             log.snapshot(Some(name)).self_test,
             NetSelfTest::Blind { .. }
