@@ -462,6 +462,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     let dir = options.out_dir.clone();
     let wall = Duration::from_secs(args.wall);
+    watchdog(wall, dir.clone());
     let probed = runtime()?
         .block_on(async { tokio::time::timeout(wall, vac_harness::probe::probe(options)).await });
     let Ok(probed) = probed else {
@@ -482,6 +483,33 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             Ok(Exit::Usage.into())
         }
         Err(error) => Err(anyhow::Error::new(error).context("probe failed")),
+    }
+}
+
+/// How long past its wall-time budget vac's own work may go on before the watchdog ends it.
+const WATCHDOG_GRACE: Duration = Duration::from_secs(30);
+
+/// The budget's backstop. The probe's timeout ends it only where it waits; work that never
+/// yields (grading a hostile server's evidence, a teardown stuck in the kernel, printing)
+/// would outlast it, so a thread of its own ends vac once the budget and
+/// [`WATCHDOG_GRACE`] are spent: exit 5, the receipts unsealed. Nothing stays on the host
+/// when it does: the run mounts are in vac's own mount namespace, and the servers die
+/// with their lifeline.
+fn watchdog(wall: Duration, dir: PathBuf) {
+    let spawned = std::thread::Builder::new()
+        .name("vac-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(wall + WATCHDOG_GRACE);
+            eprintln!(
+                "vac: the probe's wall-time budget of {}s ran out and vac's own work went on {}s past it: ended, and the receipts in {} are not sealed",
+                wall.as_secs(),
+                WATCHDOG_GRACE.as_secs(),
+                dir.display()
+            );
+            std::process::exit(i32::from(Exit::Incomplete.code()));
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "no watchdog: only the probe's own timeout holds its budget");
     }
 }
 
