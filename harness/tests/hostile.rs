@@ -1,5 +1,7 @@
-//! End to end: hostile servers that try to blind or outlast the witness (issue "Hostile
-//! servers"), each ending in a verdict. Needs root.
+//! End to end: hostile servers that try to blind, outlast or outgrow the witness (issue
+//! "Hostile servers"), each ending in a verdict or a named errored cell, within vac's 256 MB
+//! (its own peak, as it logs it), and leaving nothing on the host: no mount, no file, no
+//! inotify watch (`HostState`). Needs root; runs alone (`.config/nextest.toml`).
 
 mod common;
 
@@ -31,7 +33,7 @@ fn a_write_hidden_behind_a_tree_longer_than_path_max_is_confirmed() {
         return;
     }
     let script = python_server("blinds", BLINDS, "blind()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "tidy", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
     let key = format!("{}/.ssh/id_rsa", lab_places(&probe).home);
@@ -64,6 +66,14 @@ def flood():
         os.close(os.open(os.path.join(at, f"{i:05}"), os.O_CREAT | os.O_WRONLY, 0o644))
 "#;
 
+/// `vac probe` of a hostile server, and nothing of it left on the host afterwards.
+fn hostile(extra: &[&str], command: &[&str]) -> Probe {
+    let before = host_state();
+    let probe = probe(extra, command);
+    host_state().assert_nothing_new_since(&before, &[probe.dir.path()]);
+    probe
+}
+
 /// vac's own peak resident memory (not its server's) is within the issue's 256 MB.
 fn assert_within_memory_bound(probe: &Probe) {
     let rss = vac_peak_rss(&probe.output);
@@ -77,7 +87,7 @@ fn sixty_five_thousand_files_end_in_a_bounded_verdict() {
         return;
     }
     let script = python_server("floods", FLOODS, "flood()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "warm", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{}", cell["reason"]);
     let listed = cell["evidence"]["effects"].as_array().unwrap().len();
@@ -112,6 +122,7 @@ fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
         return;
     }
     let script = python_server("hangs", HANGS, "time.sleep(86401)");
+    let before = host_state();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("receipts");
     let output = vac(&[
@@ -146,6 +157,7 @@ fn a_probe_past_its_wall_time_budget_is_torn_down_and_ends_incomplete() {
         left.is_empty(),
         "the hung server outlived the probe: {left:?}"
     );
+    host_state().assert_nothing_new_since(&before, &[dir.path()]);
 }
 
 /// A server that lists 3,000 tools: the tool budget (128 by default) is what runs, and
@@ -165,7 +177,7 @@ fn three_thousand_tools_end_at_the_tool_budget() {
         return;
     }
     let script = python_server("many", MANY_TOOLS, "pass");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let verdicts = probe.json["verdicts"].as_array().unwrap();
     let fs_write = |tool: &str| {
         verdicts
@@ -211,7 +223,7 @@ fn a_flood_of_server_requests_ends_in_a_named_errored_cell() {
         return;
     }
     let script = python_server("requests", REQUESTS, "flood()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "ask", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
@@ -244,7 +256,7 @@ fn a_sparse_file_of_two_to_the_sixty_two_bytes_is_confirmed_with_a_partial_diges
         return;
     }
     let script = python_server("sparse", SPARSE, "sparse()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "reserve", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
     let path = format!("{}/.cache-reserve", lab_places(&probe).home);
@@ -281,7 +293,7 @@ fn a_hundred_megabyte_answer_ends_in_a_named_errored_cell() {
         return;
     }
     let script = python_server("huge", HUGE_ANSWER, "pass");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "dump", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
@@ -310,7 +322,7 @@ fn a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout() {
     }
     let script = python_server("endless", ENDLESS_LINE, "endless()");
     // A call timeout longer than the test's own: only the line cap can end the call.
-    let probe = probe(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "stream", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
@@ -337,7 +349,7 @@ fn a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell() {
         return;
     }
     let script = python_server("chatter", NOTIFICATIONS, "flood()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "chatter", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
@@ -384,7 +396,7 @@ fn a_symlink_swapped_in_for_a_new_directory_never_leads_the_watcher_out_of_the_l
         return;
     }
     let script = python_server("race", RACE, "race()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "shuffle", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
     assert_eq!(probe.output.status.code(), Some(1), "{:?}", probe.output);
@@ -427,7 +439,7 @@ fn contents_past_the_probe_budget_are_counted_in_the_witness_evidence() {
         return;
     }
     let script = python_server("stash", CONTENTS, "stash()");
-    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "stash", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{}", cell["reason"]);
     // The witnesses of the control run (which wrote nothing) and of the tool's run.

@@ -268,3 +268,71 @@ for line in sys.stdin:
 "#
     )
 }
+
+/// What a probe could leave on the host and must not: mounts in the host's table, entries
+/// under the places vac and its servers write (`/run/vac`, `/tmp`, `/dev/shm`, `/root`,
+/// `/home`), and the inotify watches any process holds. (The kernel keyrings have their
+/// own suite, `sandbox/tests/hostile_keyrings.rs`: a key goes with no event to wait on.)
+#[derive(Debug)]
+pub struct HostState {
+    mounts: std::collections::BTreeSet<String>,
+    entries: std::collections::BTreeSet<PathBuf>,
+    inotify_watches: usize,
+}
+
+/// The host as this test process sees it now (it is in the host's mount namespace).
+pub fn host_state() -> HostState {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("the host's mount table")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let entries = ["/run/vac", "/tmp", "/dev/shm", "/root", "/home"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .collect();
+    let inotify_watches = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|p| p.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("fdinfo"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|fd| std::fs::read_to_string(fd.path()).ok())
+        .map(|info| {
+            info.lines()
+                .filter(|l| l.starts_with("inotify wd:"))
+                .count()
+        })
+        .sum();
+    HostState {
+        mounts,
+        entries,
+        inotify_watches,
+    }
+}
+
+impl HostState {
+    /// Nothing new since `before`: no mount, no entry but the test's own (`own`), no more
+    /// inotify watches. (Things may have gone: a vac start sweeps what a killed one left.)
+    pub fn assert_nothing_new_since(&self, before: &HostState, own: &[&Path]) {
+        let mounts: Vec<&String> = self.mounts.difference(&before.mounts).collect();
+        assert!(mounts.is_empty(), "mounts left on the host: {mounts:#?}");
+        let entries: Vec<&PathBuf> = self
+            .entries
+            .difference(&before.entries)
+            .filter(|path| !own.iter().any(|own| path.starts_with(own)))
+            .collect();
+        assert!(entries.is_empty(), "files left on the host: {entries:#?}");
+        assert!(
+            self.inotify_watches <= before.inotify_watches,
+            "inotify watches on the host went from {} to {}",
+            before.inotify_watches,
+            self.inotify_watches
+        );
+    }
+}
