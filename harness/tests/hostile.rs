@@ -396,7 +396,28 @@ fn a_symlink_swapped_in_for_a_new_directory_never_leads_the_watcher_out_of_the_l
         return;
     }
     let script = python_server("race", RACE, "race()");
-    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
+    let before = host_state();
+    let (probe, watches) = probe_watched(&["/usr/bin/python3", "-c", &script]);
+    host_state().assert_nothing_new_since(&before, &[probe.dir.path()]);
+    // vac's watches, as it held them while it ran: none on the host's `/usr` (the links'
+    // target), none on any filesystem but the run's, and at most the cap on each queue.
+    let usr = nix::sys::stat::stat("/usr").unwrap();
+    let usr = (usr.st_ino, kernel_dev(usr.st_dev));
+    assert!(!watches.is_empty(), "no watch of vac was ever seen");
+    assert!(
+        !watches.iter().any(|w| (w.ino, w.sdev) == usr),
+        "vac watched the host's /usr"
+    );
+    let root = kernel_dev(nix::sys::stat::stat("/").unwrap().st_dev);
+    assert!(
+        !watches.iter().any(|w| w.sdev == root),
+        "vac watched the host's root filesystem"
+    );
+    let most = watches.iter().map(|w| w.on_queue).max().unwrap_or(0);
+    assert!(
+        most <= vac_sandbox::MAX_WATCHED_DIRS,
+        "{most} watches on one queue"
+    );
     let cell = cell(&probe.json, "shuffle", "fs.write");
     assert_eq!(cell["verdict"], "confirmed", "{cell:#}");
     assert_eq!(probe.output.status.code(), Some(1), "{:?}", probe.output);
@@ -414,6 +435,97 @@ fn a_symlink_swapped_in_for_a_new_directory_never_leads_the_watcher_out_of_the_l
     }
     assert!(links >= 2000, "the links themselves are recorded: {links}");
     assert_within_memory_bound(&probe);
+}
+
+/// One inotify watch vac held: the inode and device it is on (as `/proc/<pid>/fdinfo`
+/// gives them) and how many watches its queue held then.
+struct Watch {
+    ino: u64,
+    sdev: u64,
+    on_queue: usize,
+}
+
+/// A device number as the kernel prints it in fdinfo (`major << 20 | minor`).
+fn kernel_dev(dev: u64) -> u64 {
+    (nix::sys::stat::major(dev) << 20) | nix::sys::stat::minor(dev)
+}
+
+/// `vac probe --json` of `command`, with every inotify watch vac was seen to hold while it
+/// ran: its descriptors' fdinfo, read over and over until it exits. A sample, so it can
+/// miss a watch held briefly; a watch on a directory outside the lab stays until the run
+/// ends, and is seen.
+fn probe_watched(command: &[&str]) -> (Probe, Vec<Watch>) {
+    let dir = tempfile::tempdir().unwrap();
+    let receipts = dir.path().join("receipts");
+    let mut child = std::process::Command::new(VAC)
+        .args(["probe", "--json", "--out", receipts.to_str().unwrap(), "--"])
+        .args(command)
+        .env("RUST_LOG", "warn,vac::peak_memory=info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut bytes).map(|_| bytes)
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut bytes).map(|_| bytes)
+    });
+    let hex = |field: &str, line: &str| {
+        let value = line
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(field))?;
+        u64::from_str_radix(value, 16).ok()
+    };
+    let mut watches = Vec::new();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+            .into_iter()
+            .flatten();
+        for info in fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_to_string(fd.path()).ok())
+        {
+            let lines: Vec<&str> = info
+                .lines()
+                .filter(|l| l.starts_with("inotify wd:"))
+                .collect();
+            for line in &lines {
+                if let (Some(ino), Some(sdev)) = (hex("ino:", line), hex("sdev:", line)) {
+                    watches.push(Watch {
+                        ino,
+                        sdev,
+                        on_queue: lines.len(),
+                    });
+                }
+            }
+        }
+        // A sampling interval, not a wait for anything: the loop ends on vac's exit.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let output = std::process::Output {
+        status,
+        stdout: out.join().unwrap().unwrap(),
+        stderr: err.join().unwrap().unwrap(),
+    };
+    let json = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    (
+        Probe {
+            output,
+            json,
+            receipts,
+            dir,
+        },
+        watches,
+    )
 }
 
 /// A read-only tool that leaves 1,100 sparse files of 64 KiB: each is worth a full
