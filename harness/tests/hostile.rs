@@ -481,10 +481,15 @@ fn probe_watched(command: &[&str]) -> (Probe, Vec<Watch>) {
             .find_map(|f| f.strip_prefix(field))?;
         u64::from_str_radix(value, 16).ok()
     };
+    // vac's exit is the event the loop waits for; between samples it waits at most 5 ms.
+    let (exited, exit) = std::sync::mpsc::channel();
+    std::thread::spawn(move || exited.send(child.wait()));
     let mut watches = Vec::new();
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+        match exit.recv_timeout(std::time::Duration::from_millis(5)) {
+            Ok(status) => break status.unwrap(),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(error) => panic!("the waiter of vac went away: {error}"),
         }
         let fds = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
             .into_iter()
@@ -507,8 +512,6 @@ fn probe_watched(command: &[&str]) -> (Probe, Vec<Watch>) {
                 }
             }
         }
-        // A sampling interval, not a wait for anything: the loop ends on vac's exit.
-        std::thread::sleep(std::time::Duration::from_millis(5));
     };
     let output = std::process::Output {
         status,

@@ -333,28 +333,19 @@ mod tests {
     #[test]
     fn long_frames_wait_on_disk_and_come_back_whole() {
         let log = FrameLog::new(Instant::now());
+        let record = |direction, bytes: &[u8], truncated| {
+            log.record(
+                direction,
+                Duration::ZERO,
+                bytes.to_vec(),
+                bytes.len() as u64,
+                truncated,
+            )
+        };
         let long: Vec<u8> = (0..3 * SPILL_FROM).map(|i| (i % 251) as u8).collect();
-        log.record(
-            Direction::FromServer,
-            Duration::ZERO,
-            long.clone(),
-            12_288,
-            false,
-        );
-        log.record(
-            Direction::ToServer,
-            Duration::ZERO,
-            b"short\n".to_vec(),
-            6,
-            false,
-        );
-        log.record(
-            Direction::FromServer,
-            Duration::ZERO,
-            long[1..].to_vec(),
-            12_287,
-            true,
-        );
+        record(Direction::FromServer, &long, false);
+        record(Direction::ToServer, b"short\n", false);
+        record(Direction::FromServer, &long[1..], true);
         let frames = log.take();
         assert!(matches!(
             frames.held[0].bytes,
@@ -366,13 +357,7 @@ mod tests {
         assert_eq!(back[1].bytes, b"short\n");
         assert_eq!((&back[2].bytes[..], back[2].truncated), (&long[1..], true));
         // The next frames go to a new spill file, from its start.
-        log.record(
-            Direction::FromServer,
-            Duration::ZERO,
-            long.clone(),
-            12_288,
-            false,
-        );
+        record(Direction::FromServer, &long, false);
         assert_eq!(log.drain()[0].bytes, long);
     }
 }
