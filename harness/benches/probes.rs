@@ -11,6 +11,8 @@
 //! `.ci/install-thirdparty.sh`, else they are listed as not installed). `VAC_BENCH_REPS`
 //! sets the repetitions (default 5): the figures are medians. CPU is that of vac and every
 //! process it waited for (the sandboxes included), from `getrusage(RUSAGE_CHILDREN)`.
+//! `VAC_BENCH_ONLY=<text>` measures only the probes whose name holds the text (`demo` for
+//! `vac demo`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -52,8 +54,9 @@ fn main() {
         format!("per-tool jobs={jobs}"),
         format!("adaptive jobs={jobs}")
     );
+    let only = std::env::var("VAC_BENCH_ONLY").unwrap_or_default();
     let mut starts = Vec::new();
-    for target in targets() {
+    for target in targets().into_iter().filter(|t| t.id.contains(&only)) {
         if let Some(missing) = target
             .command
             .iter()
@@ -82,8 +85,10 @@ fn main() {
         assert!(status.success(), "vac demo failed: {status}");
         let _ = std::fs::remove_dir_all(&out);
     };
-    let demo = measure(reps, demo);
-    row("vac demo (adaptive)", [None, None, Some(demo)]);
+    if "vac demo".contains(&only) {
+        let demo = measure(reps, demo);
+        row("vac demo (adaptive)", [None, None, Some(demo)]);
+    }
     println!();
     println!(
         "{:<22} {:>10} {:>10} {:>8}",
@@ -106,9 +111,10 @@ fn main() {
     }
 }
 
-/// The published campaign's targets, `vac` standing for this build of it, and a server
-/// that takes [`SLOW_START`] seconds to start (the honest twin behind a sleep): the case
-/// where one sandbox per tool costs N × its start.
+/// The published campaign's targets, `vac` standing for this build of it, and two servers
+/// that take [`SLOW_START`] seconds to start: the honest twin behind a sleep, and
+/// [`SLOW_TOOLS`], a Python server of 20 tools (the issue's case: one sandbox per tool
+/// costs N × its start, where the target is 2 × S + 2 s).
 fn targets() -> Vec<Target> {
     let text = std::fs::read_to_string(CAMPAIGN).expect("the published campaign file");
     let table: toml::Table = text.parse().expect("the campaign file is TOML");
@@ -142,8 +148,38 @@ fn targets() -> Vec<Target> {
             http: t.get("http").and_then(|h| h.as_str()).map(str::to_string),
         }
     });
-    published.chain([slow]).collect()
+    let many = Target {
+        id: format!("20 tools, {SLOW_START} s start"),
+        command: vec!["/usr/bin/python3".into(), "-c".into(), SLOW_TOOLS.into()],
+        http: None,
+    };
+    published.chain([slow, many]).collect()
 }
+
+/// A server of 20 read-only lookups that sleeps [`SLOW_START`] seconds before it reads its
+/// first message, and answers every call with text.
+const SLOW_TOOLS: &str = r#"
+import json, sys, time
+time.sleep(3)
+def send(m): sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+TOOLS = [{"name": f"lookup_{i:02}", "description": f"Looks up entry {i} of the glossary.",
+          "annotations": {"readOnlyHint": True, "openWorldHint": False},
+          "inputSchema": {"type": "object", "properties": {"term": {"type": "string"}},
+                          "required": ["term"]}} for i in range(20)]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "glossary", "version": "1"}}})
+    elif m["method"] == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": TOOLS}})
+    elif m["method"] == "tools/call":
+        term = m["params"].get("arguments", {}).get("term", "")
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": f"{term}: no entry"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+"#;
 
 /// The slow-starting server's start, in seconds.
 const SLOW_START: u64 = 3;

@@ -128,7 +128,7 @@ fn read_log(
     let log = ReceiptLog::open(dir).map_err(failed)?;
     let mut recorded = Recorded::default();
     let mut open: Option<RunBuilder> = None;
-    let mut manifests = Vec::new();
+    let mut manifests = Manifests::new();
     let (mut runs, mut skipping) = (0, None::<String>);
     for entry in log.entries().map_err(failed)? {
         let record = entry.map_err(failed)?.record;
@@ -602,13 +602,21 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
 }
 
 /// Equal manifests of a probe's runs share one value: every run lists the tools at least
-/// twice, and a list of 3,000 tools is some 10 MB as a value, as many times over.
-fn share_manifests(output: &mut RunOutput, seen: &mut Vec<std::sync::Arc<Value>>) {
-    let mut share =
-        |raw: &mut std::sync::Arc<Value>| match seen.iter().find(|known| **known == *raw) {
-            Some(known) => *raw = known.clone(),
-            None => seen.push(raw.clone()),
+/// twice, and a list of 3,000 tools is some 10 MB as a value, as many times over. Known
+/// lists are found by the digest of their text, so a server whose every listing differs
+/// costs one serialisation each, not a comparison with every list before it.
+fn share_manifests(output: &mut RunOutput, seen: &mut Manifests) {
+    let mut share = |raw: &mut std::sync::Arc<Value>| {
+        let Ok(text) = serde_json::to_vec(&**raw) else {
+            return;
         };
+        let known = seen
+            .entry(*blake3::hash(&text).as_bytes())
+            .or_insert_with(|| raw.clone());
+        if **known == **raw {
+            *raw = known.clone();
+        }
+    };
     if let Some(tools) = output.tools.as_mut() {
         share(&mut tools.raw);
     }
@@ -621,3 +629,6 @@ fn share_manifests(output: &mut RunOutput, seen: &mut Vec<std::sync::Arc<Value>>
         }
     }
 }
+
+/// The distinct manifests read so far, by the digest of their text.
+type Manifests = std::collections::HashMap<[u8; 32], std::sync::Arc<Value>>;
