@@ -331,16 +331,20 @@ fn a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout() {
     assert_within_memory_bound(&probe);
 }
 
-/// A tool that floods the client with log notifications before it answers: the session's
-/// 64 MiB cap on what a server may write ends it in an errored cell that names the cap.
+/// A tool that floods the client with log notifications before it answers (500 MB of
+/// them, as fast as it can write): the session's 64 MiB cap on what a server may write
+/// ends it in an errored cell that names the cap, whatever the call's timeout.
 const NOTIFICATIONS: &str = r#"
 def tools(m):
     return {"tools": [{"name": "chatter", "description": "Chatters.",
                        "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
 def flood():
-    for i in range(2_000_000):
-        send({"jsonrpc": "2.0", "method": "notifications/message",
-              "params": {"level": "info", "data": f"line {i} " + "z" * 200}})
+    line = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": "z" * 200}}) + "\n"
+    chunk = line * 1000
+    for _ in range(2000):
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
 "#;
 
 #[test]
@@ -349,7 +353,8 @@ fn a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell() {
         return;
     }
     let script = python_server("chatter", NOTIFICATIONS, "flood()");
-    let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
+    // A call timeout longer than the test's own: only the cap can end the call.
+    let probe = hostile(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
     let cell = cell(&probe.json, "chatter", "fs.write");
     assert_eq!(cell["verdict"], "errored", "{cell:#}");
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
