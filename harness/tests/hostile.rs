@@ -272,9 +272,16 @@ fn a_sparse_file_of_two_to_the_sixty_two_bytes_is_confirmed_with_a_partial_diges
     assert_within_memory_bound(&probe);
 }
 
-/// The first error a cell's evidence records, as text.
-fn first_error(cell: &serde_json::Value) -> String {
-    cell["evidence"]["errors"][0].to_string()
+/// The tool's fs.write cell errored as a protocol error whose first recorded error names
+/// `cap`; the probe ended "incomplete" (exit 5), within vac's memory bound.
+fn assert_protocol_error_naming(probe: &Probe, tool: &str, cap: &str) {
+    let cell = cell(&probe.json, tool, "fs.write");
+    assert_eq!(cell["verdict"], "errored", "{cell:#}");
+    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
+    let first = cell["evidence"]["errors"][0].to_string();
+    assert!(first.contains(cap), "{cell:#}");
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(probe);
 }
 
 /// A tool whose answer is one line of 100 MB: reading stops at the 4 MiB line cap, the
@@ -294,12 +301,7 @@ fn a_hundred_megabyte_answer_ends_in_a_named_errored_cell() {
     }
     let script = python_server("huge", HUGE_ANSWER, "pass");
     let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
-    let cell = cell(&probe.json, "dump", "fs.write");
-    assert_eq!(cell["verdict"], "errored", "{cell:#}");
-    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
-    assert!(first_error(cell).contains("line cap"), "{cell:#}");
-    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    assert_within_memory_bound(&probe);
+    assert_protocol_error_naming(&probe, "dump", "line cap");
 }
 
 /// A tool that starts its answer and never ends the line: the cap is enforced as the bytes
@@ -323,12 +325,7 @@ fn a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout() {
     let script = python_server("endless", ENDLESS_LINE, "endless()");
     // A call timeout longer than the test's own: only the line cap can end the call.
     let probe = hostile(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
-    let cell = cell(&probe.json, "stream", "fs.write");
-    assert_eq!(cell["verdict"], "errored", "{cell:#}");
-    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
-    assert!(first_error(cell).contains("line cap"), "{cell:#}");
-    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    assert_within_memory_bound(&probe);
+    assert_protocol_error_naming(&probe, "stream", "line cap");
 }
 
 /// A tool that floods the client with log notifications before it answers (500 MB of
@@ -355,12 +352,7 @@ fn a_flood_of_notifications_ends_at_the_session_cap_in_a_named_errored_cell() {
     let script = python_server("chatter", NOTIFICATIONS, "flood()");
     // A call timeout longer than the test's own: only the cap can end the call.
     let probe = hostile(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
-    let cell = cell(&probe.json, "chatter", "fs.write");
-    assert_eq!(cell["verdict"], "errored", "{cell:#}");
-    assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
-    assert!(first_error(cell).contains("per-session cap"), "{cell:#}");
-    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    assert_within_memory_bound(&probe);
+    assert_protocol_error_naming(&probe, "chatter", "per-session cap");
 }
 
 /// A read-only tool that races the lab watcher: it makes a directory and at once swaps a
