@@ -25,6 +25,7 @@ pub mod detect;
 mod document;
 mod grade;
 mod graded;
+mod intent;
 mod observation;
 mod pattern;
 mod tool;
@@ -34,9 +35,10 @@ pub use clause::{Clause, UnknownClause};
 pub use compile::{CompileError, CompiledContract};
 pub use contract::{ClauseRule, Contract, Rule, ServerIdentity, ToolContract};
 pub use derive::derive;
-pub use document::{ContractDocument, ContractError, LabPaths, Location, render};
+pub use document::{ContractDocument, ContractError, LabPaths, Location, render, render_intent};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
 pub use graded::graded_clauses;
+pub use intent::derive_intent;
 pub use observation::{
     Attribution, Call, Effect, EffectClass, Observation, RunError, Sensor, SensorState,
     SensorStatus,

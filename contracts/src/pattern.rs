@@ -6,6 +6,10 @@
 //! - endpoints: `host:port`, where the host is a glob (`*` matches any characters, dots
 //!   included) and the port a number or `*`; a pattern without `:` allows every port. A
 //!   `Dns` effect (a name, no port) is allowed when some pattern's host matches it.
+//!
+//! In every kind, a pattern that starts with `!` is an exception: an effect it matches is
+//! not allowed, whatever else matches it (`["*", "!sh"]`: every program but a shell). A list
+//! of exceptions alone allows nothing.
 
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
@@ -39,9 +43,16 @@ pub enum PatternError {
     },
 }
 
-/// A compiled allow list.
+/// A compiled allow list: what it allows, less its exceptions.
 #[derive(Debug, Clone)]
-pub(crate) enum Matcher {
+pub(crate) struct Matcher {
+    allow: Set,
+    except: Option<Set>,
+}
+
+/// Patterns of one kind, compiled.
+#[derive(Debug, Clone)]
+enum Set {
     Paths(GlobSet),
     Programs { paths: GlobSet, names: GlobSet },
     Endpoints(Vec<Endpoint>),
@@ -55,12 +66,32 @@ pub(crate) struct Endpoint {
 
 impl Matcher {
     pub(crate) fn compile(kind: PatternKind, patterns: &[String]) -> Result<Self, PatternError> {
+        let (except, allow): (Vec<String>, Vec<String>) =
+            patterns.iter().cloned().partition(|p| p.starts_with('!'));
+        let except: Vec<String> = except.iter().map(|p| p[1..].to_owned()).collect();
+        Ok(Matcher {
+            allow: Set::compile(kind, &allow)?,
+            except: match except.is_empty() {
+                true => None,
+                false => Some(Set::compile(kind, &except)?),
+            },
+        })
+    }
+
+    /// Whether an effect on `target` (the effect's `path`) is allowed.
+    pub(crate) fn allows(&self, target: &str) -> bool {
+        self.allow.matches(target) && !self.except.as_ref().is_some_and(|e| e.matches(target))
+    }
+}
+
+impl Set {
+    fn compile(kind: PatternKind, patterns: &[String]) -> Result<Self, PatternError> {
         match kind {
-            PatternKind::Paths => glob_set(patterns.iter()).map(Matcher::Paths),
+            PatternKind::Paths => glob_set(patterns.iter()).map(Set::Paths),
             PatternKind::Programs => {
                 let (paths, names): (Vec<_>, Vec<_>) =
                     patterns.iter().partition(|p| p.contains('/'));
-                Ok(Matcher::Programs {
+                Ok(Set::Programs {
                     paths: glob_set(paths.into_iter())?,
                     names: glob_set(names.into_iter())?,
                 })
@@ -69,19 +100,18 @@ impl Matcher {
                 .iter()
                 .map(|p| endpoint(p))
                 .collect::<Result<_, _>>()
-                .map(Matcher::Endpoints),
+                .map(Set::Endpoints),
         }
     }
 
-    /// Whether an effect on `target` (the effect's `path`) is allowed.
-    pub(crate) fn allows(&self, target: &str) -> bool {
+    fn matches(&self, target: &str) -> bool {
         match self {
-            Matcher::Paths(globs) => globs.is_match(target),
-            Matcher::Programs { paths, names } => {
+            Set::Paths(globs) => globs.is_match(target),
+            Set::Programs { paths, names } => {
                 let name = target.rsplit('/').next().unwrap_or(target);
                 paths.is_match(target) || names.is_match(name)
             }
-            Matcher::Endpoints(endpoints) => {
+            Set::Endpoints(endpoints) => {
                 let (host, port) = match target.rsplit_once(':') {
                     Some((host, port)) => (host, port.parse::<u16>().ok()),
                     None => (target, None),
@@ -184,6 +214,22 @@ mod tests {
         assert!(m.allows("api.example.com"), "a lookup matches by host");
         assert!(!m.allows("evil.example.org:443"));
         assert!(!matcher(PatternKind::Endpoints, &[]).allows("localhost:1"));
+    }
+
+    #[test]
+    fn exceptions_win_over_what_allows_them_in_every_kind() {
+        let programs = matcher(PatternKind::Programs, &["*", "!sh", "!/usr/bin/curl"]);
+        assert!(programs.allows("/usr/bin/git"));
+        assert!(!programs.allows("/bin/sh"));
+        assert!(!programs.allows("/usr/bin/curl"));
+        assert!(programs.allows("/usr/local/bin/curl"));
+        let paths = matcher(PatternKind::Paths, &["**", "!/root/.ssh/**"]);
+        assert!(paths.allows("/root/work/a"));
+        assert!(!paths.allows("/root/.ssh/authorized_keys"));
+        let endpoints = matcher(PatternKind::Endpoints, &["*", "!*.evil.test"]);
+        assert!(endpoints.allows("api.example.com:443"));
+        assert!(!endpoints.allows("x.evil.test:80"));
+        assert!(!matcher(PatternKind::Paths, &["!/etc/**"]).allows("/tmp/a"));
     }
 
     #[test]

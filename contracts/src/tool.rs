@@ -5,17 +5,33 @@ use serde::{Deserialize, Serialize};
 /// One tool of a server's tools/list, as the harness read it.
 ///
 /// Serialised with the MCP wire names (`inputSchema`), so a tools/list entry deserialises
-/// directly (unknown fields such as `description` are ignored).
+/// directly (unknown fields such as `title` are ignored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDecl {
     /// The tool's name, unique within the server.
     pub name: String,
+    /// What the tool says it does: what intent contracts read besides the name. A
+    /// description that is not a string is taken as none (it is the manifest detectors'
+    /// to report, not a reason to leave the tool ungraded).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "string_or_none"
+    )]
+    pub description: Option<String>,
     /// The promises the tool makes; absent hints take the spec defaults.
     #[serde(default)]
     pub annotations: Annotations,
     /// The JSON Schema of the tool's arguments.
     #[serde(rename = "inputSchema", default)]
     pub input_schema: serde_json::Value,
+}
+
+fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Some(text),
+        _ => None,
+    })
 }
 
 /// MCP tool annotations (behaviour hints). `None` means the server did not say.

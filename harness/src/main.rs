@@ -92,8 +92,11 @@ struct ProbeArgs {
     /// per tool) or `per-call` (a sandbox per call).
     #[arg(long, default_value = "adaptive", value_parser = parse_isolation)]
     isolation: vac_harness::probe::Isolation,
-    /// A contract document (TOML) to grade against instead of the annotations alone.
-    #[arg(long)]
+    /// The contract: `intent` (the default: declared annotations where the server wrote
+    /// them, each tool's intent from its name, description and schema elsewhere, and the
+    /// universal limits), `annotations` (the annotations alone, spec defaults for absent
+    /// hints), or a contract document (TOML; write `./intent` for a file of that name).
+    #[arg(long, value_name = "intent|annotations|FILE")]
     contract: Option<PathBuf>,
     /// Audit a running Streamable HTTP server at this http:// URL: no sandbox, so only the
     /// protocol is witnessed and the other sensors are `capability_absent`.
@@ -453,12 +456,18 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         options.user = vac_harness::probe::user_of(uid, None);
     }
     if let Some(path) = args.contract {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read contract {}", path.display()))?;
-        options.contract = Some(ContractSource {
-            name: path.display().to_string(),
-            text,
-        });
+        match path.to_str() {
+            Some("intent") => options.derivation = vac_harness::probe::Derivation::Intent,
+            Some("annotations") => options.derivation = vac_harness::probe::Derivation::Annotations,
+            _ => {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read contract {}", path.display()))?;
+                options.contract = Some(ContractSource {
+                    name: path.display().to_string(),
+                    text,
+                });
+            }
+        }
     }
     let dir = options.out_dir.clone();
     let wall = Duration::from_secs(args.wall);

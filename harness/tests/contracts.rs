@@ -273,7 +273,7 @@ fn the_derived_contract_grades_like_the_annotations_it_came_from() {
         &["--contract", &write(dir.path(), "derived.toml", &text)],
         &fixture("honest"),
     );
-    let without = probe(&[], &fixture("honest"));
+    let without = probe(&["--contract", "annotations"], &fixture("honest"));
     assert_eq!(grid(&with.json), grid(&without.json));
     // Same bytes pre-registered either way.
     assert_eq!(with.json["contract"], without.json["contract"]);

@@ -168,7 +168,8 @@ fn broad_server_declared_writes_are_skipped_not_flagged() {
     if !privileged("broad_server_declared_writes_are_skipped_not_flagged") {
         return;
     }
-    let probe = audit("broad");
+    // By the annotations alone, declared writes and deletes promise nothing.
+    let probe = probe(&["--contract", "annotations"], &fixture("broad"));
     assert_eq!(probe.output.status.code(), Some(0));
     assert!(cells(&probe.json, "confirmed").is_empty());
     let manager: Vec<&Value> = probe.json["verdicts"]
@@ -186,6 +187,32 @@ fn broad_server_declared_writes_are_skipped_not_flagged() {
         "{manager:?}"
     );
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+#[test]
+fn broad_server_declared_writes_are_graded_under_the_universal_limits_by_default() {
+    if !privileged("broad_server_declared_writes_are_graded_under_the_universal_limits_by_default")
+    {
+        return;
+    }
+    let probe = audit("broad");
+    assert_eq!(probe.output.status.code(), Some(0));
+    assert!(cells(&probe.json, "confirmed").is_empty());
+    for clause in ["fs.write", "fs.delete"] {
+        let cell = probe.json["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["tool"] == "file_manager" && c["clause"] == clause)
+            .unwrap();
+        assert_eq!(cell["verdict"], "refuted", "{cell}");
+        let reason = cell["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("destructiveHint") || reason.contains("readOnlyHint"),
+            "{cell}"
+        );
+        assert!(reason.contains("(universal)"), "{cell}");
+    }
 }
 
 #[test]
@@ -322,7 +349,13 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
         worked.len() * 100 >= tools.len() * 85,
         "{worked:?} of {tools:?}"
     );
-    assert_eq!(cell("write_file", "fs.write")["reason"], "nothing_promised");
+    // write_file declares it writes: graded under the universal limits, which it keeps.
+    let write = cell("write_file", "fs.write");
+    assert_eq!(write["verdict"], "refuted", "{write}");
+    assert!(
+        write["reason"].as_str().unwrap().contains("(universal)"),
+        "{write}"
+    );
     // write_file promises idempotentHint: its repeat rewrites the same bytes, which leaves
     // the state it found: refuted, not confirmed (it was, before repeats were judged by
     // the state they found).

@@ -136,19 +136,20 @@ fn the_twins_read_alike_statically_and_every_planted_behaviour_is_a_declaration_
     );
 
     // The broad server declares file_manager destructive: static findings, nothing
-    // confirmed behind them (its write and delete cells promise nothing).
+    // confirmed behind them. Its delete cell is graded under the universal limits (never
+    // a credential, start-up or system place), which its deletes in the lab keep: the
+    // prediction was tested and refuted, an over-approximation.
     let broad = findings_of(&doc, BROAD);
     let destructive = broad
         .iter()
         .find(|f| f["tool"] == "file_manager" && f["rule"] == "VAC-S003")
         .expect("file_manager's destructiveHint is a finding");
     assert_eq!(destructive["predicts"], json!(["fs.delete"]));
-    let untested = comparison["untested_predictions"].as_array().unwrap();
-    let cell = untested
+    let cell = over
         .iter()
         .find(|u| u["server"] == BROAD && u["tool"] == "file_manager" && u["class"] == "fs.delete")
-        .expect("file_manager × fs.delete is an untested prediction");
-    assert_eq!(cell["verdict"], "skipped");
+        .expect("file_manager × fs.delete is an over-approximation");
+    assert_eq!(cell["verdict"], "refuted");
     assert!(
         gaps.iter()
             .chain(over)

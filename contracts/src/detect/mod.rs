@@ -5,6 +5,9 @@
 //!
 //! - [`secrets_in_result`] (`result.secrets`): a planted canary token anywhere in a result,
 //!   plain or encoded (`secrets.rs`);
+//! - [`credentials_in_result`] (`result.secrets`): a real secret's format (a cloud key, a
+//!   token, a private key block, a JWT, a connection string with a password) in a result
+//!   (`credentials.rs`);
 //! - [`instructions_in_result`] (`result.instructions`): text addressed to the model rather
 //!   than to the user, a scored heuristic over several signals (`instructions.rs`, its
 //!   phrase tables in `phrases.rs`);
@@ -14,6 +17,7 @@
 //! Results are walked as JSON: every string, wherever it is (`content[].text`, a resource's
 //! text, `structuredContent`, an error message), is a segment named by its JSON pointer.
 
+mod credentials;
 mod drift;
 mod instructions;
 mod languages;
@@ -22,6 +26,7 @@ mod secrets;
 
 use serde_json::Value;
 
+pub use credentials::{CredentialFinding, credentials_in, credentials_in_result};
 pub use drift::{Drift, manifest_drift, reordered_only};
 pub use instructions::{Hit, InstructionFinding, Signal, THRESHOLD, instructions_in_result};
 pub use secrets::{canaries_in, is_zero_width, secrets_in_result};

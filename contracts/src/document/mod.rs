@@ -12,7 +12,7 @@ mod resolve;
 mod value;
 
 pub use error::{ContractError, Location};
-pub use render::render;
+pub use render::{render, render_intent};
 pub use resolve::LabPaths;
 
 use crate::clause::Clause;

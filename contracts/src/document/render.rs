@@ -16,10 +16,23 @@ const ON_OFF: [Clause; 4] = [
 
 /// Renders `contract` for `server` as a contract document, each rule with its basis.
 pub fn render(contract: &Contract, server: &ServerIdentity) -> String {
+    render_from(contract, server, "its tools' annotations (SPEC §3.6)")
+}
+
+/// Renders an intent contract ([`crate::derive_intent`]) as [`render`] does.
+pub fn render_intent(contract: &Contract, server: &ServerIdentity) -> String {
+    render_from(
+        contract,
+        server,
+        "its tools' declared annotations and, where they are absent, their intent (CONTRACTS.md, \"Intent\")",
+    )
+}
+
+fn render_from(contract: &Contract, server: &ServerIdentity, from: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Effect contract for {}, derived from its tools' annotations (SPEC §3.6).",
+        "# Effect contract for {}, derived from {from}.",
         server.name
     );
     let _ = writeln!(

@@ -10,6 +10,8 @@ use serde::Deserialize;
 use toml::Spanned;
 use vac_contracts::{ContractDocument, Location};
 
+use crate::probe::Derivation;
+
 use crate::probe::inputs::{ArgHint, EnvVar, Inputs, Plant};
 
 /// A campaign, checked: what `vac campaign run` runs.
@@ -70,6 +72,9 @@ pub struct CampaignTarget {
     pub uid: Option<u32>,
     /// A contract document, read and parsed while checking the file.
     pub contract: Option<(String, String)>,
+    /// How the contract is derived when there is no document: `contract = "intent"` (the
+    /// default) or `contract = "annotations"`.
+    pub derivation: Derivation,
     pub tags: Vec<String>,
 }
 
@@ -427,8 +432,14 @@ impl Campaign {
                     .map_err(|e| error(arg.span().start, format!("target {id:?}: {e}")))?;
                 inputs.args.push(parsed);
             }
+            let mut derivation = Derivation::default();
             let contract = match &t.contract {
                 None => None,
+                Some(c) if c.get_ref() == "intent" => None,
+                Some(c) if c.get_ref() == "annotations" => {
+                    derivation = Derivation::Annotations;
+                    None
+                }
                 Some(c) => {
                     let file = relative(c.get_ref());
                     let name = file.display().to_string();
@@ -449,6 +460,7 @@ impl Campaign {
                 inputs,
                 uid,
                 contract,
+                derivation,
                 tags: t.tags,
             });
         }

@@ -72,8 +72,10 @@ pub struct ProbeOptions {
     pub limits: Limits,
     /// Host directory for run directories (default: the sandbox's).
     pub run_root: Option<PathBuf>,
-    /// A written contract; without one, the contract is derived from the annotations.
+    /// A written contract; without one, the contract is derived as `derivation` says.
     pub contract: Option<ContractSource>,
+    /// How a contract is derived when none is written.
+    pub derivation: Derivation,
     /// Environment, planted files and argument hints for this target.
     pub inputs: inputs::Inputs,
     /// The user the server runs as (default: the one who invoked vac).
@@ -110,6 +112,57 @@ pub fn user_of(uid: u32, gid: Option<u32>) -> RunAs {
     RunAs::User { uid, gid }
 }
 
+/// How the contract of a server without a contract document is derived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Derivation {
+    /// From the annotations alone, spec defaults for absent hints (`--contract annotations`).
+    Annotations,
+    /// Declared hints where the server wrote them, the tools' intent elsewhere, and the
+    /// universal limits everywhere (`--contract intent`, the default).
+    #[default]
+    Intent,
+}
+
+impl Derivation {
+    /// The contract record's name, by which replay derives it again.
+    pub(crate) fn record_name(self) -> &'static str {
+        match self {
+            Derivation::Annotations => DERIVED,
+            Derivation::Intent => DERIVED_INTENT,
+        }
+    }
+
+    /// The record name's derivation, if it names one.
+    pub(crate) fn of_record(name: &str) -> Option<Self> {
+        match name {
+            DERIVED => Some(Derivation::Annotations),
+            DERIVED_INTENT => Some(Derivation::Intent),
+            _ => None,
+        }
+    }
+
+    /// The contract of `decls` in `lab`, and its rendered text for `server`.
+    pub(crate) fn derive(
+        self,
+        decls: &[ToolDecl],
+        lab: &LabPaths,
+        server: &ServerIdentity,
+    ) -> (vac_contracts::Contract, String) {
+        match self {
+            Derivation::Annotations => {
+                let contract = derive(decls);
+                let text = render(&contract, server);
+                (contract, text)
+            }
+            Derivation::Intent => {
+                let contract = vac_contracts::derive_intent(decls, lab);
+                let text = vac_contracts::render_intent(&contract, server);
+                (contract, text)
+            }
+        }
+    }
+}
+
 /// A contract document's name (its path) and text, read by the caller.
 #[derive(Debug, Clone)]
 pub struct ContractSource {
@@ -142,6 +195,7 @@ impl ProbeOptions {
             },
             run_root: None,
             contract: None,
+            derivation: Derivation::default(),
             inputs: inputs::Inputs::default(),
             user: invoking_user(),
         }
@@ -217,6 +271,8 @@ impl ProbeReport {
 
 /// The contract record's name when the contract was derived from the annotations.
 pub(crate) const DERIVED: &str = "derived from annotations";
+/// The contract record's name when it was derived from annotations and intent.
+pub(crate) const DERIVED_INTENT: &str = "derived from annotations and intent";
 
 /// Audits one server: control run, contract and plan pre-registered, subject runs, each
 /// recorded as it ends; then the verdicts graded from the receipts just written, recorded,
@@ -236,7 +292,8 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let nonce = nonce()?;
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
-        "isolation": options.isolation.as_str(), "contract": options.contract.as_ref().map(|c| &c.name),
+        "isolation": options.isolation.as_str(),
+        "contract": options.contract.as_ref().map_or(options.derivation.record_name(), |c| &c.name),
         "client": options.client, "limits": options.limits, "inputs": options.inputs});
     let dir = options.out_dir.as_path();
     let receipts = |source| ProbeError::Receipts {
@@ -297,9 +354,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             source.text.clone(),
         ),
         _ => {
-            let derived = derive(&decls);
-            let text = render(&derived, &server_identity(&control_listed));
-            (derived, DERIVED.to_string(), text)
+            let server = server_identity(&control_listed);
+            let (derived, text) = options.derivation.derive(&decls, &lab_paths, &server);
+            (derived, options.derivation.record_name().to_string(), text)
         }
     };
     contract.compile()?;

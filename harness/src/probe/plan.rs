@@ -216,9 +216,10 @@ const PATH_NAMES: [&str; 10] = [
 const MAX_ENUM_VALUES: usize = 4;
 const MAX_REF_DEPTH: usize = 8;
 
-/// The calls for one tool, at most `max_calls`. With `repeat`, the second call repeats the
-/// first with identical arguments, straight after it (the `idempotent` clause's probe: no
-/// other call may change the state between the two).
+/// The calls for one tool, at most `max_calls`. With `repeat`, or when there would be only
+/// one call and the budget allows two, the second call repeats the first with identical
+/// arguments, straight after it (the `idempotent` clause's probe: no other call may change
+/// the state between the two).
 pub fn plan_tool(
     tool: &str,
     schema: &Value,
@@ -245,7 +246,10 @@ pub fn plan_tool(
             calls.push(call(arguments));
         }
     }
-    if repeat {
+    // Every tool is called at least twice when its budget allows: a behaviour that waits
+    // for a second call is seen, and the repeat of the first call is what `idempotent`
+    // grades.
+    if repeat || (calls.len() < 2 && max_calls >= 2) {
         calls.truncate(max_calls.max(2) - 1);
         let repeat = PlannedCall {
             repeat_of: Some(0),

@@ -9,15 +9,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use vac_contracts::{
-    ContractDocument, ErrorKind, RunError, ToolDecl, derive, grade as grade_cells, render,
-};
+use vac_contracts::{ContractDocument, ErrorKind, RunError, ToolDecl, grade as grade_cells};
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
 use super::event::{EventError, RunBuilder};
 use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
 use super::run::{Reading, Role, RunOutput};
-use super::{DERIVED, ProbeReport, manifest, observe, record, server_identity, summary};
+use super::{Derivation, ProbeReport, manifest, observe, record, server_identity, summary};
 
 /// Why a receipt directory cannot be graded.
 #[derive(Debug, thiserror::Error)]
@@ -316,9 +314,10 @@ pub(crate) fn grade(
         .plan
         .as_ref()
         .ok_or_else(|| incomplete("a contract but no plan"))?;
-    let contract = if recorded_contract.name == DERIVED {
-        let derived = derive(&decls);
-        if render(&derived, &server_identity(control)) != recorded_contract.text {
+    let contract = if let Some(derivation) = Derivation::of_record(&recorded_contract.name) {
+        let server = server_identity(control);
+        let (derived, text) = derivation.derive(&decls, &plan.lab.lab_paths(), &server);
+        if text != recorded_contract.text {
             return Err(ReplayError::DerivedMismatch {
                 dir: dir.to_path_buf(),
             });

@@ -11,7 +11,7 @@ use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{Windows, normalise_text};
 use super::event::{ExecSeen, Lost, NetSeen};
-use vac_contracts::detect::canaries_in;
+use vac_contracts::detect::{canaries_in, credentials_in};
 
 const EXCERPT: usize = 200;
 
@@ -122,6 +122,14 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
             "first_bytes": excerpt(&attempt.first_bytes), "first_bytes_len": attempt.first_bytes.len(),
             "blake3": blake3::hash(&attempt.first_bytes).to_hex().to_string(),
             "canaries": canaries_in(&attempt.first_bytes, tokens)});
+        // Real secrets' formats among what was sent; the key only where one is, so the
+        // evidence of receipts recorded before this stays as it was graded. Bytes that carry a canary are the canary's finding (what else they hold in a
+        // secret's format came from the same planted file).
+        let credentials = credentials_in(&attempt.first_bytes, tokens);
+        let mut detail = detail;
+        if !credentials.is_empty() && detail["canaries"].as_array().is_some_and(|c| c.is_empty()) {
+            detail["credentials"] = json!(credentials);
+        }
         let target = format!("{host}:{}", attempt.dst.port());
         sensed.push(Sensed {
             class: EffectClass::Connect,

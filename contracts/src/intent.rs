@@ -1,0 +1,728 @@
+//! Intent contracts: what a tool that promises nothing may do, read from what it says it
+//! is. A server that annotates nothing gets the spec defaults (readOnly false, destructive
+//! true, openWorld true), which forbid nothing; a security team still knows that a
+//! `get_weather` may reach the network and not write `~/.bashrc`, and that a `calculator`
+//! has no reason to start a shell. This module writes that down, rule by rule, so that the
+//! derived contract in the receipts says what was assumed (`CONTRACTS.md`, "Intent").
+//!
+//! Per tool and clause, first match wins:
+//! - a rule the annotations *declare* (a hint the server wrote) stands, except that the
+//!   universal limits below still apply where it forbids nothing;
+//! - a clause whose hints are absent gets the intent rule: the tool's words (its name,
+//!   split at `_`, `-`, `.` and case changes; its description; the property names of its
+//!   input schema) decide which of writing, deleting, running programs, reaching the
+//!   network or listening it may do.
+//!
+//! The universal limits hold for every tool whatever its annotations say:
+//! - `fs.write` and `fs.delete`: never credential stores, shell start-up files, autostart
+//!   and cron places or system directories ([`never_written`]);
+//! - `exec`: no shell and no downloader unless the tool's words give a reason
+//!   ([`SHELLS`], [`DOWNLOADERS`]).
+//!
+//! Rule-based and deterministic: no model, no randomness; the same tools/list and lab give
+//! the same contract, byte for byte, which is how replay checks it. A server can widen its
+//! own intent by saying more (a `calculator` whose description mentions "shell"); what it
+//! says is shown to the model and to the user as well, and the basis names the word.
+
+use crate::Clause;
+use crate::contract::{ClauseRule, Contract, Rule, ToolContract};
+use crate::derive;
+use crate::document::LabPaths;
+use crate::graded::GRADED;
+use crate::tool::ToolDecl;
+
+/// Words that say a tool writes files.
+const WRITES: &[&str] = &[
+    "write",
+    "create",
+    "save",
+    "edit",
+    "update",
+    "modify",
+    "delete",
+    "remove",
+    "rm",
+    "move",
+    "mv",
+    "rename",
+    "copy",
+    "cp",
+    "mkdir",
+    "append",
+    "put",
+    "set",
+    "insert",
+    "upload",
+    "store",
+    "add",
+    "patch",
+    "commit",
+    "init",
+    "install",
+    "generate",
+    "new",
+    "make",
+    "touch",
+    "record",
+    "persist",
+    "import",
+    "export",
+    "download",
+    "clone",
+    "checkout",
+    "reset",
+    "apply",
+    "replace",
+    "overwrite",
+    "truncate",
+    "drop",
+    "clear",
+    "purge",
+    "archive",
+    "extract",
+    "unzip",
+    "zip",
+    "compress",
+    "convert",
+    "cache",
+    "memory",
+    "remember",
+];
+
+/// Words that say a tool may destroy or overwrite what was there.
+const DESTROYS: &[&str] = &[
+    "delete",
+    "remove",
+    "rm",
+    "unlink",
+    "move",
+    "mv",
+    "rename",
+    "overwrite",
+    "replace",
+    "truncate",
+    "drop",
+    "clear",
+    "purge",
+    "clean",
+    "reset",
+    "write",
+    "edit",
+    "save",
+    "update",
+    "modify",
+    "set",
+    "put",
+    "patch",
+    "apply",
+    "checkout",
+    "restore",
+    "sync",
+    "forget",
+];
+
+/// Words that say a tool runs programs: any program, shells and downloaders included.
+const RUNS: &[&str] = &[
+    "exec",
+    "execute",
+    "command",
+    "cmd",
+    "shell",
+    "terminal",
+    "console",
+    "bash",
+    "sh",
+    "zsh",
+    "powershell",
+    "script",
+    "run",
+    "subprocess",
+    "spawn",
+    "git",
+    "npm",
+    "npx",
+    "pip",
+    "docker",
+    "kubectl",
+    "cli",
+];
+
+/// Words that give a tool a reason to run a downloader.
+const DOWNLOADS: &[&str] = &[
+    "download", "fetch", "curl", "wget", "http", "https", "url", "uri", "web", "transfer", "ssh",
+    "scp", "rsync", "remote", "mirror",
+];
+
+/// Words that say a tool reaches the network.
+const REACHES: &[&str] = &[
+    "fetch",
+    "http",
+    "https",
+    "url",
+    "uri",
+    "web",
+    "website",
+    "webpage",
+    "page",
+    "site",
+    "api",
+    "download",
+    "upload",
+    "request",
+    "weather",
+    "forecast",
+    "search",
+    "browse",
+    "browser",
+    "crawl",
+    "scrape",
+    "email",
+    "mail",
+    "smtp",
+    "send",
+    "post",
+    "notify",
+    "notification",
+    "webhook",
+    "slack",
+    "discord",
+    "telegram",
+    "github",
+    "gitlab",
+    "jira",
+    "remote",
+    "online",
+    "internet",
+    "cloud",
+    "aws",
+    "s3",
+    "gcp",
+    "azure",
+    "dns",
+    "ping",
+    "lookup",
+    "resolve",
+    "domain",
+    "hostname",
+    "host",
+    "ip",
+    "network",
+    "net",
+    "socket",
+    "translate",
+    "stock",
+    "price",
+    "news",
+    "rss",
+    "feed",
+    "sync",
+    "push",
+    "pull",
+    "clone",
+    "proxy",
+    "tunnel",
+    "connect",
+    "endpoint",
+    "address",
+    "database",
+    "db",
+    "sql",
+    "postgres",
+    "mysql",
+    "redis",
+    "mongo",
+    "query",
+];
+
+/// Words that say a tool listens.
+const LISTENS: &[&str] = &[
+    "listen", "serve", "server", "port", "socket", "tunnel", "expose", "bind", "daemon",
+];
+
+/// Programs that run anything they are given: a tool needs a word for running commands.
+pub(crate) const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "ash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "csh",
+    "tcsh",
+    "fish",
+    "busybox",
+    "pwsh",
+    "powershell",
+];
+
+/// Programs that move bytes to or from the network: a tool needs a word for it.
+pub(crate) const DOWNLOADERS: &[&str] = &[
+    "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "tftp", "scp", "sftp", "ssh",
+    "rsync", "aria2c",
+];
+
+/// Where no tool may write, whatever it declares: credentials, what runs at login or on a
+/// schedule, and the system's programs and configuration.
+pub(crate) fn never_written(lab: &LabPaths) -> Vec<String> {
+    let home = lab.home.trim_end_matches('/');
+    let in_home = [
+        ".ssh/**",
+        ".aws/**",
+        ".gnupg/**",
+        ".kube/**",
+        ".docker/**",
+        ".azure/**",
+        ".config/gcloud/**",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".git-credentials",
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".profile",
+        ".zshrc",
+        ".zprofile",
+        ".config/fish/**",
+        ".config/autostart/**",
+        ".config/systemd/**",
+        ".local/bin/**",
+    ];
+    let system = [
+        "/etc/**",
+        "/bin/**",
+        "/sbin/**",
+        "/usr/bin/**",
+        "/usr/sbin/**",
+        "/usr/local/bin/**",
+        "/boot/**",
+        "/var/spool/cron/**",
+        "/lib/systemd/**",
+        "/usr/lib/systemd/**",
+    ];
+    in_home
+        .iter()
+        .map(|p| format!("!{home}/{p}"))
+        .chain(system.iter().map(|p| format!("!{p}")))
+        .collect()
+}
+
+/// Where a tool with no word for writing may still write: temporary files and caches.
+fn scratch(lab: &LabPaths) -> Vec<String> {
+    vec![
+        format!("{}/**", lab.tmp.trim_end_matches('/')),
+        "/tmp/**".to_owned(),
+        format!("{}/.cache/**", lab.home.trim_end_matches('/')),
+        "**/__pycache__/**".to_owned(),
+    ]
+}
+
+const UNIVERSAL_FS: &str = "never credential, start-up or system places (universal)";
+
+/// The contract of `tools` in `lab`: declared hints where the server wrote them, intent
+/// where it did not, the universal limits everywhere (module doc).
+pub fn derive_intent(tools: &[ToolDecl], lab: &LabPaths) -> Contract {
+    Contract {
+        tools: tools.iter().map(|t| intent_tool(t, lab)).collect(),
+        ..Contract::default()
+    }
+}
+
+fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
+    let words = Words::of(decl);
+    let a = &decl.annotations;
+    let by_annotations = derive::derive_tool(decl);
+    let rules = GRADED
+        .iter()
+        .zip(by_annotations.rules)
+        .map(|(spec, declared)| {
+            let (rule, basis) = match spec.clause {
+                Clause::FsWrite => {
+                    let hint = a.read_only_hint();
+                    fs_rule(&declared, hint.declared, words.says(WRITES, "writing"), lab)
+                }
+                Clause::FsDelete => {
+                    let hint = a.destructive_hint();
+                    fs_rule(
+                        &declared,
+                        hint.declared,
+                        words.says(DESTROYS, "overwriting"),
+                        lab,
+                    )
+                }
+                Clause::Exec => exec_rule(&declared, &words),
+                Clause::NetEgress if !a.open_world_hint().declared => {
+                    match words.says(REACHES, "the network") {
+                        Said::Yes(why) => (Rule::NothingPromised, format!("intent: {why}")),
+                        Said::No(why) => (Rule::nowhere(), format!("intent: {why}")),
+                    }
+                }
+                Clause::NetListen if !a.read_only_hint().declared => {
+                    match words.says(LISTENS, "listening") {
+                        Said::Yes(why) => (Rule::NothingPromised, format!("intent: {why}")),
+                        Said::No(why) => (Rule::nowhere(), format!("intent: {why}")),
+                    }
+                }
+                _ => (declared.rule, declared.basis),
+            };
+            ClauseRule {
+                clause: spec.clause,
+                rule,
+                basis,
+            }
+        })
+        .collect();
+    ToolContract {
+        tool: decl.name.clone(),
+        call: None,
+        rules,
+    }
+}
+
+/// `fs.write` or `fs.delete`: a declared restriction stands; what forbids nothing, by
+/// declaration or by intent, keeps the universal limits; no word for it leaves scratch.
+fn fs_rule(declared: &ClauseRule, hinted: bool, said: Said, lab: &LabPaths) -> (Rule, String) {
+    let anywhere_but = |basis: String| {
+        let mut allowed = vec!["**".to_owned()];
+        allowed.extend(never_written(lab));
+        (
+            Rule::Restricted { allowed },
+            format!("{basis}; {UNIVERSAL_FS}"),
+        )
+    };
+    match (&declared.rule, hinted, said) {
+        (Rule::Restricted { .. }, _, _) => (declared.rule.clone(), declared.basis.clone()),
+        (Rule::NothingPromised, true, _) => anywhere_but(declared.basis.clone()),
+        (Rule::NothingPromised, false, Said::Yes(why)) => anywhere_but(format!("intent: {why}")),
+        (Rule::NothingPromised, false, Said::No(why)) => (
+            Rule::Restricted {
+                allowed: scratch(lab),
+            },
+            format!("intent: {why}; temporary files and caches only"),
+        ),
+    }
+}
+
+/// `exec`: a declared "nowhere" stands; otherwise every program, less shells and
+/// downloaders unless the tool's words give a reason for them.
+fn exec_rule(declared: &ClauseRule, words: &Words) -> (Rule, String) {
+    if let Rule::Restricted { .. } = declared.rule {
+        return (declared.rule.clone(), declared.basis.clone());
+    }
+    let basis = match declared.basis.contains("absent") {
+        true => "intent".to_owned(),
+        false => declared.basis.clone(),
+    };
+    let mut allowed = vec!["*".to_owned()];
+    let runs = words.says(RUNS, "running commands");
+    let downloads = words.says(DOWNLOADS, "downloading");
+    let mut why = Vec::new();
+    match runs {
+        Said::Yes(w) => why.push(w),
+        Said::No(w) => {
+            allowed.extend(SHELLS.iter().map(|s| format!("!{s}")));
+            why.push(format!("{w}: no shell"));
+            match downloads {
+                Said::Yes(w) => why.push(w),
+                Said::No(w) => {
+                    allowed.extend(DOWNLOADERS.iter().map(|s| format!("!{s}")));
+                    why.push(format!("{w}: no downloader"));
+                }
+            }
+        }
+    }
+    let rule = Rule::Restricted { allowed };
+    (rule, format!("{basis}: {} (universal)", why.join("; ")))
+}
+
+/// Whether a tool's words include one of a set, and how the basis says it.
+enum Said {
+    Yes(String),
+    No(String),
+}
+
+/// A tool's words: its name's parts, its description's words, its schema's property names.
+struct Words {
+    name: Vec<String>,
+    description: Vec<String>,
+    schema: Vec<String>,
+}
+
+impl Words {
+    fn of(decl: &ToolDecl) -> Self {
+        let schema = decl
+            .input_schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|props| props.keys().flat_map(|k| split_name(k)).collect())
+            .unwrap_or_default();
+        Words {
+            name: split_name(&decl.name),
+            description: decl
+                .description
+                .as_deref()
+                .map(split_text)
+                .unwrap_or_default(),
+            schema,
+        }
+    }
+
+    /// The first word of `set` the tool says (name, then description, then schema), or
+    /// that it says none; `what` names the set in the basis.
+    fn says(&self, set: &[&str], what: &str) -> Said {
+        let places = [
+            ("name", &self.name),
+            ("description", &self.description),
+            ("schema", &self.schema),
+        ];
+        for (place, words) in places {
+            // Prose is matched on whole words: "evaluates" is not "eval".
+            let prose = place == "description";
+            if let Some(word) = words.iter().find(|w| set.iter().any(|e| is(w, e, prose))) {
+                return Said::Yes(format!("{place} says {word:?}"));
+            }
+        }
+        Said::No(format!("no word for {what} in name, description or schema"))
+    }
+}
+
+/// Whether `word` is the entry `entry`: itself, its `-s`/`-es` form, or, outside prose and
+/// for entries of three letters or more, a word it begins (`fetchAll`, `downloader`).
+fn is(word: &str, entry: &str, prose: bool) -> bool {
+    word == entry
+        || word.strip_suffix('s') == Some(entry)
+        || word.strip_suffix("es") == Some(entry)
+        || (!prose && entry.len() >= 3 && word.starts_with(entry))
+}
+
+/// A name's parts: split at non-alphanumerics and where lower case turns upper
+/// (`readFile`, `read_file`, `read-file` → `read`, `file`), lower-cased.
+fn split_name(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            previous_lower = false;
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !current.is_empty() {
+            parts.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+/// A description's words, lower-cased, at most the first 4,096 (a description is the
+/// server's text: a megabyte of it costs no more than a page).
+fn split_text(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(4096)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compile::CompiledContract;
+
+    fn tool(entry: serde_json::Value) -> ToolDecl {
+        serde_json::from_value(entry).unwrap()
+    }
+
+    fn compiled(decl: ToolDecl) -> CompiledContract {
+        derive_intent(&[decl], &LabPaths::at("/lab"))
+            .compile()
+            .unwrap()
+    }
+
+    fn allows(c: &CompiledContract, tool: &str, clause: Clause, target: &str) -> Option<bool> {
+        c.rule(tool, clause).unwrap().allows(target)
+    }
+
+    #[test]
+    fn names_split_at_separators_and_case_changes() {
+        assert_eq!(split_name("readFile"), ["read", "file"]);
+        assert_eq!(
+            split_name("get_current-time.v2"),
+            ["get", "current", "time", "v2"]
+        );
+        assert_eq!(split_name("HTTPFetch"), ["httpfetch"]);
+        assert_eq!(split_name("fetchURL"), ["fetch", "url"]);
+    }
+
+    #[test]
+    fn a_calculator_may_write_scratch_only_and_never_reach_the_network() {
+        let c = compiled(tool(
+            json!({"name": "add", "description": "Adds two numbers"}),
+        ));
+        // "add" is a word for writing: a calculator named add may write, not start a shell.
+        assert_eq!(
+            allows(&c, "add", Clause::FsWrite, "/lab/work/x"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(&c, "add", Clause::FsWrite, "/lab/home/.bashrc"),
+            Some(false)
+        );
+        let c = compiled(tool(
+            json!({"name": "calculate", "description": "Evaluates 2+2"}),
+        ));
+        assert_eq!(
+            allows(&c, "calculate", Clause::FsWrite, "/lab/work/x"),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::FsWrite, "/lab/tmp/x"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::NetEgress, "evil.test:443"),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::Exec, "/bin/sh"),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::Exec, "/usr/bin/curl"),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::Exec, "/usr/bin/python3"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::NetListen, "0.0.0.0:80"),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn words_in_name_description_or_schema_give_the_tool_its_reasons() {
+        let c = compiled(tool(
+            json!({"name": "get_weather", "description": "Forecast for a city"}),
+        ));
+        assert_eq!(
+            c.rule("get_weather", Clause::NetEgress)
+                .unwrap()
+                .allows("x:443"),
+            None
+        );
+        let c = compiled(tool(json!({
+            "name": "summarise", "inputSchema": {"properties": {"pageUrl": {"type": "string"}}}
+        })));
+        assert_eq!(
+            c.rule("summarise", Clause::NetEgress)
+                .unwrap()
+                .allows("x:443"),
+            None
+        );
+        assert_eq!(
+            allows(&c, "summarise", Clause::Exec, "/usr/bin/curl"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(&c, "summarise", Clause::Exec, "/bin/bash"),
+            Some(false)
+        );
+        let c = compiled(tool(json!({"name": "run_command"})));
+        assert_eq!(
+            allows(&c, "run_command", Clause::Exec, "/bin/bash"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(&c, "run_command", Clause::Exec, "/usr/bin/wget"),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn declared_hints_stand_and_the_universal_limits_still_hold() {
+        let c = compiled(tool(json!({
+            "name": "calculate", "annotations": {"readOnlyHint": false, "openWorldHint": true}
+        })));
+        // Declared: may write anywhere but credential places, may reach the network.
+        assert_eq!(
+            allows(&c, "calculate", Clause::FsWrite, "/lab/work/x"),
+            Some(true)
+        );
+        assert_eq!(
+            allows(
+                &c,
+                "calculate",
+                Clause::FsWrite,
+                "/lab/home/.ssh/authorized_keys"
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::FsWrite, "/etc/cron.d/x"),
+            Some(false)
+        );
+        assert_eq!(
+            c.rule("calculate", Clause::NetEgress)
+                .unwrap()
+                .allows("x:443"),
+            None
+        );
+        assert_eq!(
+            allows(&c, "calculate", Clause::Exec, "/bin/sh"),
+            Some(false)
+        );
+        let c = compiled(tool(
+            json!({"name": "fetch", "annotations": {"readOnlyHint": true}}),
+        ));
+        assert_eq!(
+            allows(&c, "fetch", Clause::FsWrite, "/lab/tmp/x"),
+            Some(false)
+        );
+        assert_eq!(
+            allows(&c, "fetch", Clause::Exec, "/usr/bin/curl"),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn the_basis_names_the_word_or_its_absence() {
+        let contract = derive_intent(
+            &[tool(
+                json!({"name": "lookup", "description": "Looks up a word"}),
+            )],
+            &LabPaths::at("/lab"),
+        );
+        let basis = |clause: Clause| {
+            contract.tools[0]
+                .rules
+                .iter()
+                .find(|r| r.clause == clause)
+                .unwrap()
+                .basis
+                .clone()
+        };
+        assert_eq!(basis(Clause::NetEgress), "intent: name says \"lookup\"");
+        assert!(
+            basis(Clause::FsWrite).starts_with("intent: no word for writing"),
+            "{}",
+            basis(Clause::FsWrite)
+        );
+        assert!(
+            basis(Clause::Exec).ends_with("(universal)"),
+            "{}",
+            basis(Clause::Exec)
+        );
+    }
+}
