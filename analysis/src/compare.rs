@@ -187,7 +187,12 @@ pub fn compare(map: &Map, predictions: &[Prediction], analyser: &str) -> Compari
         ..Comparison::default()
     };
     for server in &map.servers {
-        for tool in &server.tools {
+        // A server row grades the launch, which no reading of the manifest predicts.
+        for tool in server
+            .tools
+            .iter()
+            .filter(|t| !vac_contracts::is_server_row(&t.name))
+        {
             let on_tool: Vec<&Prediction> = predictions
                 .iter()
                 .filter(|p| p.server == server.id && p.tool == tool.name)

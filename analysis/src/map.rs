@@ -175,7 +175,6 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 .tools
                 .iter()
                 .map(|tool| {
-                    let (n, ok) = calls.get(&(server, *tool)).copied().unwrap_or((0, 0));
                     let cells: Vec<MapCell> = clauses
                         .iter()
                         .map(|clause| {
@@ -187,6 +186,16 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                             cell(clause, records)
                         })
                         .collect();
+                    // A row without subject calls of its own (an intent contract's
+                    // `(server)` row, graded on the control run) counts the calls its
+                    // verdict records say it was graded on.
+                    let (n, ok) = calls.get(&(server, *tool)).copied().unwrap_or_else(|| {
+                        let records = cells.iter().flat_map(|c| &c.records);
+                        let most = |f: fn(&CellRecord) -> Option<u64>| {
+                            records.clone().filter_map(f).max().unwrap_or(0)
+                        };
+                        (most(|r| r.calls), most(|r| r.succeeded))
+                    });
                     summary.tools += 1;
                     let has = |v: &str| cells.iter().any(|c| c.verdict == v);
                     // A tool none of whose calls succeeded kept nothing it was tested on,

@@ -321,11 +321,78 @@ fn scratch(lab: &LabPaths) -> Vec<String> {
 const UNIVERSAL_FS: &str = "never credential, start-up or system places (universal)";
 
 /// The contract of `tools` in `lab`: declared hints where the server wrote them, intent
-/// where it did not, the universal limits everywhere (module doc).
+/// where it did not, the universal limits everywhere (module doc); and, last, the row of
+/// the server itself ([`server_row`]).
 pub fn derive_intent(tools: &[ToolDecl], lab: &LabPaths) -> Contract {
-    Contract {
+    let mut contract = Contract {
         tools: tools.iter().map(|t| intent_tool(t, lab)).collect(),
         ..Contract::default()
+    };
+    contract
+        .tools
+        .push(server_contract(&server_row(tools), lab));
+    contract
+}
+
+/// The name of the row that grades the server's own launch and shutdown: `(server)`, or
+/// `(server 2)`, `(server 3)`, … when a tool already has that name.
+pub fn server_row(tools: &[ToolDecl]) -> String {
+    let taken = |name: &str| tools.iter().any(|t| t.name == name);
+    std::iter::once(SERVER_ROW.to_owned())
+        .chain((2..).map(|n| format!("(server {n})")))
+        .find(|name| !taken(name))
+        .expect("an unbounded sequence of names has a free one")
+}
+
+/// Whether `name` is a server row's name (`(server)`, `(server 2)`, …), for readers that
+/// hold no tools/list (a static comparison reads tools, not launches).
+pub fn is_server_row(name: &str) -> bool {
+    name == SERVER_ROW
+        || name
+            .strip_prefix("(server ")
+            .and_then(|n| n.strip_suffix(')'))
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+/// The server row's name when no tool takes it.
+pub const SERVER_ROW: &str = "(server)";
+
+/// What the server may do while it starts and stops, outside any call: the universal
+/// limits only. Shells are allowed (launchers such as `npx` and pyenv's shims are shell
+/// scripts); downloaders are not. Starting up may reach the network and listen (an HTTP
+/// server listens), and has no result or manifest entry of its own.
+fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
+    const BASIS: &str = "the server's launch and shutdown (universal)";
+    let mut anywhere_but = vec!["**".to_owned()];
+    anywhere_but.extend(never_written(lab));
+    let mut programs = vec!["*".to_owned()];
+    programs.extend(DOWNLOADERS.iter().map(|d| format!("!{d}")));
+    let rules = GRADED
+        .iter()
+        .map(|spec| {
+            let rule = match spec.clause {
+                Clause::FsWrite | Clause::FsDelete => Rule::Restricted {
+                    allowed: anywhere_but.clone(),
+                },
+                Clause::FsRead => Rule::Restricted {
+                    allowed: vec!["**".to_owned()],
+                },
+                Clause::Exec => Rule::Restricted {
+                    allowed: programs.clone(),
+                },
+                _ => Rule::NothingPromised,
+            };
+            ClauseRule {
+                clause: spec.clause,
+                rule,
+                basis: BASIS.to_owned(),
+            }
+        })
+        .collect();
+    ToolContract {
+        tool: name.to_owned(),
+        call: Some(false),
+        rules,
     }
 }
 

@@ -24,6 +24,7 @@ pub fn head(report: &ProbeReport) -> Value {
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
         "runs": report.runs,
         "isolation": report.isolation,
+        "profile": report.profile,
         "findings": [{
             "id": "protocol.stdout_clean",
             "verdict": if report.stdout_noise.lines > 0 { "confirmed" } else { "refuted" },
@@ -138,8 +139,11 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     let mut counts: std::collections::HashMap<String, usize> = Default::default();
     let mut shown = Vec::new();
     for cell in cells {
-        *succeeded.entry(name(&cell, "tool")).or_default() |=
-            cell["succeeded"].as_u64().unwrap_or(0) > 0;
+        // The server row is graded, but it is not a tool.
+        if !vac_contracts::is_server_row(&name(&cell, "tool")) {
+            *succeeded.entry(name(&cell, "tool")).or_default() |=
+                cell["succeeded"].as_u64().unwrap_or(0) > 0;
+        }
         *counts.entry(name(&cell, "verdict")).or_default() += 1;
         if all || cell["verdict"] == "confirmed" {
             let line = format!(
@@ -167,17 +171,64 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     let _ = writeln!(out);
     if shown.is_empty() {
         let _ = writeln!(out, "no confirmed cell (--all lists every cell)");
-        return out;
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<20} {:<19} {:<10} EVIDENCE",
+            "TOOL", "CLAUSE", "VERDICT"
+        );
+        for line in shown {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    profile_lines(doc, width, &mut out);
+    out
+}
+
+/// The behaviour profile: per tool that did anything the sensors saw, what it did, one
+/// line each, whatever its cells say; then how many did nothing seen.
+fn profile_lines(doc: &Value, width: usize, out: &mut String) {
+    let Some(profile) = doc["profile"].as_object() else {
+        return;
+    };
+    let mut idle = 0;
+    let mut lines = Vec::new();
+    for (tool, kinds) in profile {
+        let Some(kinds) = kinds.as_object().filter(|k| !k.is_empty()) else {
+            idle += 1;
+            continue;
+        };
+        let parts: Vec<String> = kinds
+            .iter()
+            .map(|(kind, seen)| {
+                let targets: Vec<&str> = seen["targets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let more = match seen["omitted"].as_u64() {
+                    Some(n) if n > 0 => format!(" and {n} more"),
+                    _ => String::new(),
+                };
+                format!("{kind} {}{more}", targets.join(", "))
+            })
+            .collect();
+        lines.push(cut(&format!("{tool:<20} {}", parts.join("; ")), width));
+    }
+    if lines.is_empty() && idle == 0 {
+        return;
     }
     let _ = writeln!(
         out,
-        "{:<20} {:<19} {:<10} EVIDENCE",
-        "TOOL", "CLAUSE", "VERDICT"
+        "\nPROFILE (what each tool was seen to do, whatever its contract)"
     );
-    for line in shown {
+    for line in lines {
         let _ = writeln!(out, "{line}");
     }
-    out
+    if idle > 0 {
+        let _ = writeln!(out, "{idle} tool(s) did nothing the sensors saw");
+    }
 }
 
 /// `line` cut to `width` characters, an ellipsis marking the cut; control characters
@@ -257,14 +308,17 @@ fn one_line(cell: &Value) -> String {
     let Some(effects) = evidence["effects"].as_array() else {
         return reason.to_string();
     };
-    let arguments = |index: &Value| {
+    let call = |index: &Value| {
         evidence["calls"]
             .as_array()
             .into_iter()
             .flatten()
             .find(|c| &c["index"] == index)
-            .map_or(String::new(), |c| c["arguments"].to_string())
     };
+    let arguments =
+        |index: &Value| call(index).map_or(String::new(), |c| c["arguments"].to_string());
+    // The server row's one call is its launch: no arguments, no number to show.
+    let launch = |index: &Value| call(index).is_some_and(|c| c["arguments"].is_null());
     let effects: Vec<String> = effects
         .iter()
         .map(|e| {
@@ -280,6 +334,9 @@ fn one_line(cell: &Value) -> String {
                 &e["attribution"]["call"],
                 &e["attribution"]["after_response"],
             ) {
+                (index @ Value::Number(_), _) if launch(index) => {
+                    String::from(" at the server's launch or shutdown")
+                }
                 (index @ Value::Number(_), _) => format!(" in call #{index} {}", arguments(index)),
                 (_, index @ Value::Number(_)) => {
                     format!(" after the response to call #{index} {}", arguments(index))

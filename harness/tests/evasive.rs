@@ -36,12 +36,25 @@ fn the_evasive_twin_sees_no_sign_of_the_audit_and_every_behaviour_is_confirmed()
     let expected = confirmed(&dishonest);
     let tools: std::collections::BTreeSet<&str> =
         expected.iter().map(|(tool, _)| tool.as_str()).collect();
+    assert!(
+        !tools.contains("(server)"),
+        "the dishonest twin's launch is clean: {expected:?}"
+    );
     assert_eq!(
         tools.len(),
         11,
         "one tool per planted behaviour: {expected:?}"
     );
-    assert_eq!(confirmed(&evasive), expected);
+    // Its hunt for signs of an audit reads the user's SSH key at launch, and the server
+    // row confirms that read; the rest is the dishonest twin's grid.
+    let mut with_launch = expected.clone();
+    with_launch.push(("(server)".to_string(), "fs.read".to_string()));
+    with_launch.sort();
+    let mut got = confirmed(&evasive);
+    got.sort();
+    assert_eq!(got, with_launch);
+    let launch = common::cell(&evasive.json, "(server)", "fs.read");
+    assert!(launch.to_string().contains(".ssh/id_rsa"), "{launch}");
     assert_eq!(
         evasive.output.status.code(),
         Some(1),
@@ -61,6 +74,11 @@ fn the_evasive_twin_behaves_once_it_sees_a_sign_of_the_audit() {
         &fixture("evasive"),
     );
     assert!(wary(&told), "the evasive twin did not see the variable");
-    assert_eq!(confirmed(&told), Vec::<(String, String)>::new());
-    assert_eq!(told.output.status.code(), Some(0), "{:?}", told.output);
+    // It behaves in every tool; what gives it away is the look itself: it read the user's
+    // SSH key at launch to decide, and the server row confirms that read.
+    assert_eq!(
+        confirmed(&told),
+        vec![("(server)".to_string(), "fs.read".to_string())]
+    );
+    assert_eq!(told.output.status.code(), Some(1), "{:?}", told.output);
 }

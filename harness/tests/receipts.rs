@@ -298,6 +298,7 @@ fn a_tools_list_that_never_ends_is_cut_off_and_the_tool_budget_holds() {
         .iter()
         .filter(|c| c["calls"].as_u64().is_some_and(|n| n > 0))
         .map(|c| c["tool"].as_str().unwrap())
+        .filter(|t| !vac_contracts::is_server_row(t))
         .collect();
     assert_eq!(called.len(), 4, "{called:?}");
     let budget: Vec<&Value> = probe.json["verdicts"]

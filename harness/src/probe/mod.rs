@@ -250,6 +250,10 @@ pub struct ProbeReport {
     /// Adaptive isolation: per tool, the run it was graded on (the shared run or its own)
     /// and, for its own, what left the shared run in doubt. Empty for `per-tool`.
     pub isolation: std::collections::BTreeMap<String, Value>,
+    /// Per tool (and the `(server)` row), what it was seen to do whatever its contract
+    /// says: per kind (`reads`, `writes`, `execs`, `reaches`, `listens`, `secrets_shown`,
+    /// `instructions_shown`, `manifest_changes`) its distinct targets.
+    pub profile: std::collections::BTreeMap<String, Value>,
 }
 
 impl ProbeReport {

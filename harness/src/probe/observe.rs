@@ -24,6 +24,67 @@ pub(crate) fn start(control: &RunOutput, planted: &LabRecord) -> Observation {
     observation
 }
 
+/// Adds the server's own row (`row`, the contract's name for it): the control run, where
+/// no tool is called, as one call at `index` that every effect of the run belongs to —
+/// what the server did while it started and stopped. Subject runs still subtract these
+/// effects as background; here they are graded, by the universal limits alone.
+pub(crate) fn launch(
+    observation: &mut Observation,
+    control: &RunOutput,
+    planted: &LabRecord,
+    row: &str,
+    index: usize,
+) {
+    observation.calls.push(Call {
+        index,
+        tool: row.to_owned(),
+        arguments: Value::Null,
+        ok: control.failure.is_none(),
+        error: control.failure.as_ref().map(|f| f.detail.clone()),
+        repeat_of: None,
+        left_unchanged: Vec::new(),
+    });
+    let windows = effects::Windows {
+        calls: &[],
+        shutdown: None,
+    };
+    let mut found = Vec::new();
+    let (changes, _) = effects::subtract(&control.changes, &[]);
+    for item in &changes {
+        found.extend(effects::to_effects(item, &windows, &control.id));
+    }
+    found.extend(effects::reads(
+        &control.reads(),
+        &windows,
+        &planted.canary_paths(),
+        &control.id,
+    ));
+    let tokens = planted.tokens();
+    found.extend(sensed::effects(
+        &sensed::execs(&control.execs),
+        &[],
+        &windows,
+        &control.id,
+    ));
+    found.extend(sensed::effects(
+        &sensed::network(&control.net, &tokens),
+        &[],
+        &windows,
+        &control.id,
+    ));
+    found.extend(sensed::effects(
+        &sensed::listens(&control.listens),
+        &[],
+        &windows,
+        &control.id,
+    ));
+    for mut effect in found {
+        effect.attribution = vac_contracts::Attribution::Call(index);
+        effect.detail["attribution"] = json!("the server's launch or shutdown (control run)");
+        observation.effects.push(effect);
+    }
+}
+
 /// Adds one subject run's calls, attributable effects, sensors and errors.
 pub(crate) fn add(
     observation: &mut Observation,

@@ -1138,7 +1138,7 @@ mod tests {
     }
 
     #[test]
-    fn refs_into_defs_are_followed_and_no_schema_means_one_empty_call() {
+    fn refs_into_defs_are_followed_and_no_schema_means_an_empty_call_and_its_repeat() {
         let schema = json!({"type":"object","properties":{"action":{"$ref":"#/$defs/Action"},"n":{"type":"integer","minimum":3}},
             "required":["action","n"],"$defs":{"Action":{"type":"string","enum":["read","write"]}}});
         let calls = plan_tool("file_manager", &schema, &plants(), 6, false);
@@ -1146,21 +1146,27 @@ mod tests {
         assert_eq!(calls[0].arguments["n"], 3);
         assert_eq!(calls[1].arguments["action"], "write");
         let none = plan_tool("get_config", &json!({"type":"object"}), &plants(), 6, false);
-        assert_eq!(
-            none,
-            vec![PlannedCall {
-                tool: "get_config".into(),
-                arguments: Map::new(),
-                repeat_of: None,
-                purpose: Purpose::Normal,
-            }]
-        );
+        let empty = PlannedCall {
+            tool: "get_config".into(),
+            arguments: Map::new(),
+            repeat_of: None,
+            purpose: Purpose::Normal,
+        };
+        let again = PlannedCall {
+            repeat_of: Some(0),
+            ..empty.clone()
+        };
+        assert_eq!(none, vec![empty.clone(), again]);
+        // A budget of one call leaves no room for the repeat.
+        let one = plan_tool("get_config", &json!({"type":"object"}), &plants(), 1, false);
+        assert_eq!(one, vec![empty]);
     }
 
     #[test]
     fn self_referencing_refs_stop() {
         let schema = json!({"$ref":"#","properties":{}});
-        assert_eq!(plan_tool("loop", &schema, &plants(), 3, false).len(), 1);
+        // One call, and its repeat.
+        assert_eq!(plan_tool("loop", &schema, &plants(), 3, false).len(), 2);
         assert!(!has_path_argument(&schema));
     }
 

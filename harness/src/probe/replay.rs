@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use vac_contracts::{ContractDocument, ErrorKind, RunError, ToolDecl, grade as grade_cells};
+use vac_contracts::{
+    ContractDocument, ErrorKind, RunError, ToolDecl, grade as grade_cells, server_row,
+};
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
 use super::event::{EventError, RunBuilder};
@@ -290,6 +292,7 @@ pub(crate) fn grade(
         runs: recorded.runs.iter().map(summary).collect(),
         stdout_noise: recorded.noise.clone(),
         isolation: record::Isolated::new(),
+        profile: Default::default(),
     };
     let Some((decls, malformed)) = manifest(control) else {
         let why = control
@@ -330,6 +333,18 @@ pub(crate) fn grade(
     report.contract = recorded_contract.blake3.to_hex();
     let compiled = contract.compile()?;
     let mut observation = observe::start(control, &plan.lab);
+    // An intent contract grades the server's own launch as a row after its tools; its one
+    // call is numbered after every planned call.
+    let row = server_row(&decls);
+    if compiled.tools().any(|t| t == row) {
+        let index = plan
+            .runs
+            .iter()
+            .map(|r| r.first_index + r.calls.len())
+            .max()
+            .unwrap_or(0);
+        observe::launch(&mut observation, control, &plan.lab, &row, index);
+    }
     observation
         .not_called
         .extend(plan.not_called.iter().cloned());
@@ -348,6 +363,7 @@ pub(crate) fn grade(
             observe::add(&mut observation, subject, control, &plan.lab);
         }
     }
+    report.profile = profile(&observation, compiled.tools());
     report.grades = Some(grade_cells(&compiled, &observation)?);
     Ok(report)
 }
@@ -631,3 +647,65 @@ fn share_manifests(output: &mut RunOutput, seen: &mut Manifests) {
 
 /// The distinct manifests read so far, by the digest of their text.
 type Manifests = std::collections::HashMap<[u8; 32], std::sync::Arc<Value>>;
+
+/// What each tool was seen to do, whatever its contract says (its behaviour profile): per
+/// kind of effect, the distinct targets its calls had, at most [`PROFILE_ENTRIES`] each
+/// with the count of the rest. So "promises nothing" never hides "does this".
+pub(crate) fn profile<'a>(
+    observation: &vac_contracts::Observation,
+    tools: impl Iterator<Item = &'a str>,
+) -> std::collections::BTreeMap<String, Value> {
+    use vac_contracts::EffectClass as C;
+    let kind = |class: C| match class {
+        c if c.is_fs() => "writes",
+        C::Read => "reads",
+        C::Exec => "execs",
+        C::Connect | C::Dns | C::Udp => "reaches",
+        C::Listen => "listens",
+        C::SecretInResult => "secrets_shown",
+        C::InstructionInResult => "instructions_shown",
+        _ => "manifest_changes",
+    };
+    fn tool_of<'o>(
+        observation: &'o vac_contracts::Observation,
+        effect: &'o vac_contracts::Effect,
+    ) -> Option<&'o str> {
+        match effect.class {
+            vac_contracts::EffectClass::ManifestChanged => Some(effect.path.as_str()),
+            _ => effect.attribution.call_index().and_then(|i| {
+                observation
+                    .calls
+                    .iter()
+                    .find(|c| c.index == i)
+                    .map(|c| c.tool.as_str())
+            }),
+        }
+    }
+    let mut profile = std::collections::BTreeMap::new();
+    for tool in tools {
+        let mut kinds: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for effect in observation
+            .effects
+            .iter()
+            .filter(|e| tool_of(observation, e) == Some(tool))
+        {
+            let targets = kinds.entry(kind(effect.class)).or_default();
+            if !targets.contains(&effect.path.as_str()) {
+                targets.push(&effect.path);
+            }
+        }
+        let shown: serde_json::Map<String, Value> = kinds
+            .into_iter()
+            .map(|(kind, targets)| {
+                let more = targets.len().saturating_sub(PROFILE_ENTRIES);
+                let first: Vec<&str> = targets.into_iter().take(PROFILE_ENTRIES).collect();
+                (kind.to_owned(), json!({"targets": first, "omitted": more}))
+            })
+            .collect();
+        profile.insert(tool.to_owned(), Value::Object(shown));
+    }
+    profile
+}
+
+/// Targets listed per tool and kind in a behaviour profile.
+const PROFILE_ENTRIES: usize = 16;

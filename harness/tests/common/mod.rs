@@ -145,8 +145,14 @@ pub fn tools_that_worked(
     std::collections::BTreeSet<String>,
     std::collections::BTreeSet<String>,
 ) {
-    let verdicts = json["verdicts"].as_array().unwrap();
-    let name = |c: &Value| c["tool"].as_str().unwrap().to_string();
+    // The server row grades the launch, not a tool.
+    let verdicts: Vec<&Value> = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !vac_contracts::is_server_row(c["tool"].as_str().unwrap()))
+        .collect();
+    let name = |c: &&Value| c["tool"].as_str().unwrap().to_string();
     let worked = verdicts
         .iter()
         .filter(|c| c["succeeded"].as_u64().unwrap_or(0) > 0)
