@@ -196,15 +196,18 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                         };
                         (most(|r| r.calls), most(|r| r.succeeded))
                     });
-                    summary.tools += 1;
                     let has = |v: &str| cells.iter().any(|c| c.verdict == v);
-                    // A tool none of whose calls succeeded kept nothing it was tested on,
-                    // whatever its manifest-only cells say.
-                    if ok > 0 && has("refuted") && !has("confirmed") && !has("errored") {
-                        summary.kept += 1;
-                    }
-                    if ok == 0 {
-                        summary.no_successful_call += 1;
+                    // The server row's cells count; the row is not one of the tools.
+                    if !vac_contracts::is_server_row(tool) {
+                        summary.tools += 1;
+                        // A tool none of whose calls succeeded kept nothing it was tested
+                        // on, whatever its manifest-only cells say.
+                        if ok > 0 && has("refuted") && !has("confirmed") && !has("errored") {
+                            summary.kept += 1;
+                        }
+                        if ok == 0 {
+                            summary.no_successful_call += 1;
+                        }
                     }
                     for c in &cells {
                         match c.verdict {
