@@ -333,18 +333,6 @@ pub(crate) fn grade(
     report.contract = recorded_contract.blake3.to_hex();
     let compiled = contract.compile()?;
     let mut observation = observe::start(control, &plan.lab);
-    // An intent contract grades the server's own launch as a row after its tools; its one
-    // call is numbered after every planned call.
-    let row = server_row(&decls);
-    if compiled.tools().any(|t| t == row) {
-        let index = plan
-            .runs
-            .iter()
-            .map(|r| r.first_index + r.calls.len())
-            .max()
-            .unwrap_or(0);
-        observe::launch(&mut observation, control, &plan.lab, &row, index);
-    }
     observation
         .not_called
         .extend(plan.not_called.iter().cloned());
@@ -362,6 +350,15 @@ pub(crate) fn grade(
         for subject in subjects {
             observe::add(&mut observation, subject, control, &plan.lab);
         }
+    }
+    // An intent contract grades the server's own launch as a row after its tools; its one
+    // call is numbered after every call planned or made.
+    let row = server_row(&decls);
+    if compiled.tools().any(|t| t == row) {
+        let planned = plan.runs.iter().map(|r| r.first_index + r.calls.len());
+        let made = observation.calls.iter().map(|c| c.index + 1);
+        let index = planned.chain(made).max().unwrap_or(0);
+        observe::launch(&mut observation, control, &plan.lab, &row, index);
     }
     report.profile = profile(&observation, compiled.tools());
     report.grades = Some(grade_cells(&compiled, &observation)?);
