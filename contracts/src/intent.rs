@@ -418,7 +418,7 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
                         lab,
                     )
                 }
-                Clause::Exec => exec_rule(&declared, &words),
+                Clause::Exec => exec_rule(&declared, a.read_only_hint().declared, &words),
                 Clause::NetEgress if !a.open_world_hint().declared => {
                     match words.says(REACHES, "the network") {
                         Said::Yes(why) => (Rule::NothingPromised, format!("intent: {why}")),
@@ -473,13 +473,13 @@ fn fs_rule(declared: &ClauseRule, hinted: bool, said: Said, lab: &LabPaths) -> (
 
 /// `exec`: a declared "nowhere" stands; otherwise every program, less shells and
 /// downloaders unless the tool's words give a reason for them.
-fn exec_rule(declared: &ClauseRule, words: &Words) -> (Rule, String) {
+fn exec_rule(declared: &ClauseRule, hinted: bool, words: &Words) -> (Rule, String) {
     if let Rule::Restricted { .. } = declared.rule {
         return (declared.rule.clone(), declared.basis.clone());
     }
-    let basis = match declared.basis.contains("absent") {
-        true => "intent".to_owned(),
-        false => declared.basis.clone(),
+    let basis = match hinted {
+        true => declared.basis.clone(),
+        false => "intent".to_owned(),
     };
     let mut allowed = vec!["*".to_owned()];
     let runs = words.says(RUNS, "running commands");

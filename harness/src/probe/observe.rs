@@ -59,25 +59,7 @@ pub(crate) fn launch(
         &planted.canary_paths(),
         &control.id,
     ));
-    let tokens = planted.tokens();
-    found.extend(sensed::effects(
-        &sensed::execs(&control.execs),
-        &[],
-        &windows,
-        &control.id,
-    ));
-    found.extend(sensed::effects(
-        &sensed::network(&control.net, &tokens),
-        &[],
-        &windows,
-        &control.id,
-    ));
-    found.extend(sensed::effects(
-        &sensed::listens(&control.listens),
-        &[],
-        &windows,
-        &control.id,
-    ));
+    found.extend(sensed_effects(control, None, &windows, planted));
     for mut effect in found {
         effect.attribution = vac_contracts::Attribution::Call(index);
         effect.detail["attribution"] = json!("the server's launch or shutdown (control run)");
@@ -157,31 +139,9 @@ fn add_part(
         &canaries,
         &subject.id,
     ));
-    let tokens = planted.tokens();
-    let execs = |run: &RunOutput| sensed::execs(&run.execs);
-    let network = |run: &RunOutput| sensed::network(&run.net, &tokens);
-    observation.effects.extend(sensed::effects(
-        &execs(subject),
-        &execs(control),
-        &windows,
-        &subject.id,
-    ));
-    observation.effects.extend(sensed::effects(
-        &network(subject),
-        &network(control),
-        &windows,
-        &subject.id,
-    ));
-    let (listens, background) = (
-        sensed::listens(&subject.listens),
-        sensed::listens(&control.listens),
-    );
-    observation.effects.extend(sensed::effects(
-        &listens,
-        &background,
-        &windows,
-        &subject.id,
-    ));
+    observation
+        .effects
+        .extend(sensed_effects(subject, Some(control), &windows, planted));
     observation
         .effects
         .extend(shown::effects(subject, control, planted));
@@ -230,6 +190,36 @@ fn add_part(
             detail: json!({"run": subject.id, "detail": failure.detail}),
         });
     }
+}
+
+/// One sensor's reading of a run, given the planted tokens.
+type Sense = fn(&RunOutput, &[String]) -> Vec<sensed::Sensed>;
+
+/// What the process and network sensors saw of `run` (execs, connections, lookups,
+/// datagrams, listeners), less what `background` also saw, attributed by `windows`.
+fn sensed_effects(
+    run: &RunOutput,
+    background: Option<&RunOutput>,
+    windows: &effects::Windows,
+    planted: &LabRecord,
+) -> Vec<vac_contracts::Effect> {
+    let tokens = planted.tokens();
+    let kinds: [Sense; 3] = [
+        |run, _| sensed::execs(&run.execs),
+        |run, tokens| sensed::network(&run.net, tokens),
+        |run, _| sensed::listens(&run.listens),
+    ];
+    let mut found = Vec::new();
+    for sense in kinds {
+        let seen = background.map_or_else(Vec::new, |b| sense(b, &tokens));
+        found.extend(sensed::effects(
+            &sense(run, &tokens),
+            &seen,
+            windows,
+            &run.id,
+        ));
+    }
+    found
 }
 
 fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
