@@ -522,10 +522,10 @@ impl Words {
             .input_schema
             .get("properties")
             .and_then(|p| p.as_object())
-            .map(|props| props.keys().flat_map(|k| split_name(k)).collect())
+            .map(|props| props.keys().flat_map(|k| name_words(k)).collect())
             .unwrap_or_default();
         Words {
-            name: split_name(&decl.name),
+            name: name_words(&decl.name),
             description: decl
                 .description
                 .as_deref()
@@ -564,8 +564,9 @@ fn is(word: &str, entry: &str, prose: bool) -> bool {
 }
 
 /// A name's parts: split at non-alphanumerics and where lower case turns upper
-/// (`readFile`, `read_file`, `read-file` → `read`, `file`), lower-cased.
-fn split_name(name: &str) -> Vec<String> {
+/// (`readFile`, `read_file`, `read-file` → `read`, `file`), lower-cased. The planner reads
+/// field names with it too.
+pub fn name_words(name: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut previous_lower = false;
@@ -622,13 +623,13 @@ mod tests {
 
     #[test]
     fn names_split_at_separators_and_case_changes() {
-        assert_eq!(split_name("readFile"), ["read", "file"]);
+        assert_eq!(name_words("readFile"), ["read", "file"]);
         assert_eq!(
-            split_name("get_current-time.v2"),
+            name_words("get_current-time.v2"),
             ["get", "current", "time", "v2"]
         );
-        assert_eq!(split_name("HTTPFetch"), ["httpfetch"]);
-        assert_eq!(split_name("fetchURL"), ["fetch", "url"]);
+        assert_eq!(name_words("HTTPFetch"), ["httpfetch"]);
+        assert_eq!(name_words("fetchURL"), ["fetch", "url"]);
     }
 
     #[test]

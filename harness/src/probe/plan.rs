@@ -7,7 +7,9 @@
 //! candidate, so every candidate is tried and the call count stays small. [`plan_witness`] adds
 //! the protocol witness's three reads of nonce paths (SPEC §3.5), outside the budget.
 
+// A field name's words, lowercase: `repoURL` → `repo url`, `time_zone` → `time zone`.
 use std::path::Path;
+use vac_contracts::name_words as words;
 
 use serde_json::{Map, Value};
 
@@ -875,31 +877,6 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
         return plants.canary.clone();
     };
     text.to_string()
-}
-
-/// A field name's words, lowercase: `repoURL` → `repo url`, `time_zone` → `time zone`.
-fn words(name: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() {
-            previous_lower = false;
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        word.extend(c.to_lowercase());
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
 }
 
 /// The name of one item of a list field: `urls` → `url`, `entities` → `entity`.
