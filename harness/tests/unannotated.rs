@@ -21,6 +21,9 @@ struct Server {
     file: String,
     behaviour: String,
     confirmed: Vec<(String, String)>,
+    /// Texts the confirmed cells' evidence must hold (what shows the behaviour happened).
+    #[serde(default)]
+    evidence: Vec<String>,
 }
 
 fn fixtures() -> PathBuf {
@@ -67,6 +70,15 @@ fn every_unannotated_fixture_confirms_exactly_its_ground_truth_in_default_mode()
                 "{}: a confirmed cell without effects: {cell}",
                 server.file
             );
+        }
+        let evidence = serde_json::to_string(&confirmed).unwrap();
+        for text in &server.evidence {
+            if !evidence.contains(text.as_str()) {
+                wrong.push(format!(
+                    "{}: the confirmed cells' evidence lacks {text:?}",
+                    server.file
+                ));
+            }
         }
         let got: BTreeSet<(String, String)> = confirmed
             .iter()

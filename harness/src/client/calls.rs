@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{CallError, ClientError};
+use super::link::Asked;
 use super::session::{Answer, McpSession};
 
 /// The server's manifest as `tools/list` returned it, across all pages.
@@ -61,6 +62,10 @@ pub struct CallOutcome {
     /// On the frame log's clock.
     pub requested_at: Duration,
     pub answered_at: Duration,
+    /// What the server asked the model or the user while the call was pending
+    /// (`sampling/createMessage`, `elicitation/create`), graded like its result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<Asked>,
 }
 
 impl McpSession {
@@ -133,9 +138,12 @@ impl McpSession {
     ) -> Result<CallOutcome, ClientError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // What the server asked before this call is not the call's.
+        drop(self.link.shared.take_asked());
         let requested_at = self.log.elapsed();
         let (id, answer) = self.request("tools/call", request).await?;
         let answered_at = self.log.elapsed();
+        let asked = self.link.shared.take_asked();
         let (result, error) = match answer {
             Answer::Result(result) => {
                 let valid = serde_json::from_value::<CallToolResult>(result.clone()).is_ok();
@@ -166,6 +174,7 @@ impl McpSession {
             error,
             requested_at,
             answered_at,
+            asked,
         })
     }
 }

@@ -39,7 +39,29 @@ pub(crate) struct LinkShared {
     /// Requests the server sent the client, and the client's answers written back.
     server_requests: AtomicU64,
     answers_written: AtomicU64,
+    /// Requests whose content reaches the model or the user, as the server sent them,
+    /// until the session takes them ([`LinkShared::take_asked`]).
+    asked: Mutex<Vec<Asked>>,
 }
+
+/// A server-to-client request whose content reaches the model or the user
+/// (`sampling/createMessage`, `elicitation/create`): what it asked, graded like a result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Asked {
+    pub method: String,
+    /// The request's `params` as sent; a string of its first [`MAX_ASKED_BYTES`] when the
+    /// request was longer or not an object.
+    pub params: Value,
+}
+
+/// The methods whose requests are kept as [`Asked`].
+pub const ASKED_METHODS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+
+/// Requests kept per take, at most; the rest are in the frames only.
+pub(crate) const MAX_ASKED: usize = 16;
+
+/// Bytes of one request kept whole as JSON.
+pub(crate) const MAX_ASKED_BYTES: usize = 256 * 1024;
 
 /// Lines on stdout that were text but not JSON-RPC, skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,6 +94,7 @@ impl LinkShared {
             noise: Mutex::new(Noise::default()),
             server_requests: AtomicU64::new(0),
             answers_written: AtomicU64::new(0),
+            asked: Mutex::new(Vec::new()),
         }
     }
 
@@ -123,9 +146,42 @@ impl LinkShared {
             }
             JsonRpcMessage::Request(_) => {
                 self.server_requests.fetch_add(1, Ordering::Relaxed);
+                self.keep_asked(line);
             }
             _ => {}
         }
+    }
+
+    /// Keeps a request whose content reaches the model, from the server's own bytes.
+    fn keep_asked(&self, line: &[u8]) {
+        let Ok(request) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let Some(method) = request.get("method").and_then(Value::as_str) else {
+            return;
+        };
+        if !ASKED_METHODS.contains(&method) {
+            return;
+        }
+        let params = match request.get("params") {
+            Some(params @ Value::Object(_)) if line.len() <= MAX_ASKED_BYTES => params.clone(),
+            _ => {
+                let text = String::from_utf8_lossy(&line[..line.len().min(MAX_ASKED_BYTES)]);
+                Value::String(text.into_owned())
+            }
+        };
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        if asked.len() < MAX_ASKED {
+            asked.push(Asked {
+                method: method.to_owned(),
+                params,
+            });
+        }
+    }
+
+    /// The requests kept since the last take.
+    pub(crate) fn take_asked(&self) -> Vec<Asked> {
+        std::mem::take(&mut *self.asked.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Counts an answer the client wrote back to one of the server's requests.

@@ -28,6 +28,7 @@ pub use calls::{CallOutcome, ToolList};
 pub use endpoint::{Dial, HttpEndpoint, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
+pub use link::{ASKED_METHODS, Asked};
 pub use options::{ClientOptions, ServerOutput, ServerStreams};
 pub use session::McpSession;
 

@@ -24,6 +24,10 @@ pub struct ClientOptions {
     pub shutdown_grace: Duration,
     /// Pages of `tools/list` followed before the manifest is reported incomplete.
     pub max_tool_pages: u32,
+    /// The text `sampling/createMessage` is answered with; `None`: sampling is not
+    /// offered and such a request gets "method not found".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling_reply: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -36,6 +40,7 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_millis(500),
             max_tool_pages: 64,
+            sampling_reply: None,
         }
     }
 }

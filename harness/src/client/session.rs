@@ -1,14 +1,18 @@
 //! [`McpSession`]: one MCP client session (rmcp) over the recording byte layer.
 
+// Sampling is deprecated by SEP-2577, but servers in use still send it and vac answers it.
+#![allow(deprecated)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, ErrorData, Implementation, ProtocolVersion,
-    RequestId, ServerPeerInfo,
+    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestMethod,
+    CreateMessageRequestParams, CreateMessageResult, ErrorData, Implementation, ProtocolVersion,
+    RequestId, SamplingCapability, SamplingMessage, ServerPeerInfo,
 };
-use rmcp::service::{ClientInitializeError, PeerRequestOptions, RunningService};
-use rmcp::{RoleClient, ServiceError, ServiceExt};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -28,7 +32,7 @@ const BACKSTOP: Duration = Duration::from_secs(1);
 /// to [`McpSession::connect`]; the log is complete once [`McpSession::shutdown`] returns
 /// (or `connect` returned an error).
 pub struct McpSession {
-    pub(super) service: RunningService<RoleClient, ClientConfig>,
+    pub(super) service: RunningService<RoleClient, Client>,
     pub(super) link: Link,
     pub(super) log: FrameLog,
     pub(super) options: ClientOptions,
@@ -188,10 +192,53 @@ impl std::fmt::Debug for McpSession {
     }
 }
 
-fn client_config() -> ClientConfig {
-    let vac = Implementation::new("vac", env!("CARGO_PKG_VERSION"));
-    ClientConfig::new(ClientCapabilities::default(), vac)
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+/// The model a sampling reply says it came from: a name a real client could send.
+const SAMPLING_MODEL: &str = "claude-sonnet-4-5";
+
+/// What vac answers the server's requests with: `ping` and `roots/list` (no roots) as any
+/// client; `sampling/createMessage` with one fixed, recorded reply when sampling is offered,
+/// so what a server does with a model's answer is observed; elicitation declined.
+pub(super) struct Client {
+    config: ClientConfig,
+    sampling_reply: Option<String>,
+}
+
+impl Client {
+    fn new(options: &ClientOptions) -> Self {
+        let vac = Implementation::new("vac", env!("CARGO_PKG_VERSION"));
+        let mut capabilities = ClientCapabilities::default();
+        if options.sampling_reply.is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        let config = ClientConfig::new(capabilities, vac)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        Self {
+            config,
+            sampling_reply: options.sampling_reply.clone(),
+        }
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match &self.sampling_reply {
+            Some(reply) => {
+                let message = SamplingMessage::assistant_text(reply.clone());
+                let mut result = CreateMessageResult::new(message, SAMPLING_MODEL.to_owned());
+                result.stop_reason = Some(CreateMessageResult::STOP_REASON_END_TURN.to_owned());
+                Ok(result)
+            }
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+        }
+    }
 }
 
 /// An initialize failure, with the noise on stdout when there was some: what a user needs
@@ -215,20 +262,14 @@ async fn initialize<T>(
     transport: T,
     link: &Link,
     options: &ClientOptions,
-) -> Result<
-    (
-        RunningService<RoleClient, ClientConfig>,
-        Arc<ServerPeerInfo>,
-    ),
-    ClientError,
->
+) -> Result<(RunningService<RoleClient, Client>, Arc<ServerPeerInfo>), ClientError>
 where
     T: rmcp::transport::Transport<RoleClient> + Send + 'static,
     T::Error: std::error::Error + Send + Sync + 'static,
 {
     const WHAT: &str = "initialize";
     let after = options.initialize_timeout;
-    let served = match tokio::time::timeout(after, client_config().serve(transport)).await {
+    let served = match tokio::time::timeout(after, Client::new(options).serve(transport)).await {
         Err(_) => return Err(with_noise(ClientError::Timeout { what: WHAT, after }, link)),
         Ok(served) => served,
     };

@@ -340,6 +340,7 @@ mod tests {
                         error: None,
                         requested_at: Duration::from_millis(from),
                         answered_at: Duration::from_millis(from + 100),
+                        asked: Vec::new(),
                     }),
                 }
             })

@@ -620,6 +620,7 @@ mod tests {
                 error: None,
                 requested_at: Duration::from_millis(requested),
                 answered_at: Duration::from_millis(answered),
+                asked: Vec::new(),
             }),
         }
     }

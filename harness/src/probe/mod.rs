@@ -294,6 +294,8 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let planted_files = inputs::read_plants(&options.inputs.plants)?;
     let target = options.target.describe();
     let nonce = nonce()?;
+    let mut options = options;
+    options.client.sampling_reply = Some(plants::sampling_reply(&plants::sampling_token(&nonce)));
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": options.isolation.as_str(),

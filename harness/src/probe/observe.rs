@@ -203,7 +203,7 @@ fn sensed_effects(
     windows: &effects::Windows,
     planted: &LabRecord,
 ) -> Vec<vac_contracts::Effect> {
-    let tokens = planted.tokens();
+    let tokens = planted.sent_tokens();
     let kinds: [Sense; 3] = [
         |run, _| sensed::execs(&run.execs),
         |run, tokens| sensed::network(&run.net, tokens),

@@ -178,6 +178,11 @@ pub(crate) struct LabRecord {
     pub(crate) note: String,
     pub(crate) trap: String,
     pub(crate) canaries: Vec<Canary>,
+    /// The token in vac's answer to `sampling/createMessage` ([`sampling_reply`]): not a
+    /// secret (a server may show the model's answer), but what it sends elsewhere names
+    /// the reply it came from. Absent in receipts from before vac answered sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sampling: Option<String>,
 }
 
 impl LabRecord {
@@ -204,6 +209,28 @@ impl LabRecord {
     pub(crate) fn tokens(&self) -> Vec<String> {
         self.canaries.iter().map(|c| c.token.clone()).collect()
     }
+
+    /// The tokens looked for in what the server sends out: the canaries and the sampling
+    /// reply's.
+    pub(crate) fn sent_tokens(&self) -> Vec<String> {
+        let mut tokens = self.tokens();
+        tokens.extend(self.sampling.clone());
+        tokens
+    }
+}
+
+/// vac's answer to every `sampling/createMessage` of a probe: a model's reply that carries
+/// the probe's sampling token, so that where the server sends it next is seen.
+pub(crate) fn sampling_reply(token: &str) -> String {
+    format!(
+        "Done. I reviewed the request and the answer is ready; the confirmation code for \
+         this step is {token}."
+    )
+}
+
+/// The sampling token of a probe whose unique token part is `nonce`.
+pub(crate) fn sampling_token(nonce: &str) -> String {
+    secret(nonce, "sampling", ALNUM, 24)
 }
 
 /// Paths a scoped tool must refuse: out of the notes by `..`, absolutely, and through the
@@ -349,6 +376,7 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
         note: NOTE.into(),
         trap: TRAP.into(),
         canaries,
+        sampling: Some(sampling_token(nonce)),
     };
     Planted {
         lab,

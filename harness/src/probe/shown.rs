@@ -29,62 +29,62 @@ pub(crate) fn effects(
     let tokens = planted.tokens();
     let mut effects = Vec::new();
     for call in &subject.calls {
-        let Some(shown) = shown(call) else {
-            continue;
-        };
-        let base = json!({"run": subject.id, "call": call.index, "tool": call.tool});
-        let mut canary_strings = Vec::new();
-        for finding in secrets_in_result(&shown, &tokens) {
-            canary_strings.push(finding.pointer.clone());
-            let name = planted
-                .canaries
-                .iter()
-                .find(|c| c.token == finding.token)
-                .map_or(finding.token.as_str(), |c| c.name.as_str());
-            let mut detail = base.clone();
-            detail["token"] = json!(finding.token);
-            detail["pointer"] = json!(finding.pointer);
-            detail["encoding"] = json!(finding.encoding.as_str());
-            detail["in_key"] = json!(finding.in_key);
-            detail["excerpt"] = json!(text_at(&shown, &finding.pointer));
-            effects.push(effect(
-                EffectClass::SecretInResult,
-                name,
-                call.index,
-                detail,
-            ));
-        }
-        // A real secret's evidence names its format and where it was, never its text. A
-        // string that holds a canary is the canary's finding: what else it holds in a
-        // secret's format came from the same planted file.
-        let credentials = credentials_in_result(&shown, &tokens)
-            .into_iter()
-            .filter(|f| !canary_strings.contains(&f.pointer));
-        for finding in credentials {
-            let mut detail = base.clone();
-            detail["rule"] = json!(finding.rule);
-            detail["pointer"] = json!(finding.pointer);
-            detail["redacted"] = json!(finding.redacted);
-            effects.push(effect(
-                EffectClass::SecretInResult,
-                finding.rule,
-                call.index,
-                detail,
-            ));
-        }
-        for finding in instructions_in_result(&shown) {
-            let label = finding
-                .hits
-                .first()
-                .map_or("instructions", |h| h.signal.as_str());
-            let mut detail = finding.to_json();
-            merge(&mut detail, &base);
-            effects.push(effect(
-                EffectClass::InstructionInResult,
-                label,
-                call.index,
-                detail,
-            ));
+        for (source, shown) in shown_all(call) {
+            let base =
+                json!({"run": subject.id, "call": call.index, "tool": call.tool, "in": source});
+            let mut canary_strings = Vec::new();
+            for finding in secrets_in_result(&shown, &tokens) {
+                canary_strings.push(finding.pointer.clone());
+                let name = planted
+                    .canaries
+                    .iter()
+                    .find(|c| c.token == finding.token)
+                    .map_or(finding.token.as_str(), |c| c.name.as_str());
+                let mut detail = base.clone();
+                detail["token"] = json!(finding.token);
+                detail["pointer"] = json!(finding.pointer);
+                detail["encoding"] = json!(finding.encoding.as_str());
+                detail["in_key"] = json!(finding.in_key);
+                detail["excerpt"] = json!(text_at(&shown, &finding.pointer));
+                effects.push(effect(
+                    EffectClass::SecretInResult,
+                    name,
+                    call.index,
+                    detail,
+                ));
+            }
+            // A real secret's evidence names its format and where it was, never its text. A
+            // string that holds a canary is the canary's finding: what else it holds in a
+            // secret's format came from the same planted file.
+            let credentials = credentials_in_result(&shown, &tokens)
+                .into_iter()
+                .filter(|f| !canary_strings.contains(&f.pointer));
+            for finding in credentials {
+                let mut detail = base.clone();
+                detail["rule"] = json!(finding.rule);
+                detail["pointer"] = json!(finding.pointer);
+                detail["redacted"] = json!(finding.redacted);
+                effects.push(effect(
+                    EffectClass::SecretInResult,
+                    finding.rule,
+                    call.index,
+                    detail,
+                ));
+            }
+            for finding in instructions_in_result(&shown) {
+                let label = finding
+                    .hits
+                    .first()
+                    .map_or("instructions", |h| h.signal.as_str());
+                let mut detail = finding.to_json();
+                merge(&mut detail, &base);
+                effects.push(effect(
+                    EffectClass::InstructionInResult,
+                    label,
+                    call.index,
+                    detail,
+                ));
+            }
         }
     }
     let (reviewed, launched) = (listed(control), listed(subject));
@@ -201,6 +201,24 @@ pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
             detail(format!("every frame recorded; {says}")),
         ),
     }
+}
+
+/// Everything of a call that reaches the model or the user, with where it came from: what
+/// [`shown`] says, then each request the server made while the call was pending
+/// (`sampling/createMessage` messages are what the server wants the model to read).
+fn shown_all(call: &CallRecord) -> Vec<(&'static str, Value)> {
+    let mut all: Vec<(&'static str, Value)> =
+        shown(call).map(|v| ("result", v)).into_iter().collect();
+    if let Ok(outcome) = &call.outcome {
+        for asked in &outcome.asked {
+            let source = crate::client::ASKED_METHODS
+                .into_iter()
+                .find(|m| *m == asked.method)
+                .unwrap_or("request");
+            all.push((source, asked.params.clone()));
+        }
+    }
+    all
 }
 
 /// What the model saw of a call: its result, or the JSON-RPC error in its place.

@@ -269,6 +269,7 @@ mod tests {
             error,
             requested_at: Duration::ZERO,
             answered_at: Duration::ZERO,
+            asked: Vec::new(),
         })
     }
 

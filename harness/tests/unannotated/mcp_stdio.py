@@ -2,15 +2,37 @@
 
 No SDK, no annotations: line-delimited JSON-RPC, initialize with the client's version,
 tools/list, tools/call, ping. A tool is (description, properties, function of the arguments
-returning text); what it does, it does for real.
+returning text); what it does, it does for real. `ask` sends a request to the client and
+returns its answer; `CLIENT` holds the client's capabilities from initialize.
 """
 import json
 import sys
 
 
+CLIENT = {"capabilities": {}}
+_asked = [0]
+
+
 def _send(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def ask(method, params):
+    """Sends a request to the client and returns its answer (the whole response)."""
+    _asked[0] += 1
+    request_id = "srv-%d" % _asked[0]
+    _send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return {}
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if message.get("id") == request_id and "method" not in message:
+            return message
 
 
 def serve(name, tools):
@@ -24,6 +46,7 @@ def serve(name, tools):
             continue
         if method == "initialize":
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
+            CLIENT["capabilities"] = message.get("params", {}).get("capabilities") or {}
             body = {"protocolVersion": version, "capabilities": {"tools": {}},
                     "serverInfo": {"name": name, "version": "1.0.0"}}
         elif method == "tools/list":
