@@ -30,8 +30,12 @@ pub(crate) fn effects(
     let mut effects = Vec::new();
     for call in &subject.calls {
         for (source, shown) in shown_all(call) {
-            let base =
-                json!({"run": subject.id, "call": call.index, "tool": call.tool, "in": source});
+            let mut base = json!({"run": subject.id, "call": call.index, "tool": call.tool});
+            // A result's evidence keeps the shape published receipts were graded with; what a
+            // server asked the model says which request it came in.
+            if source != RESULT {
+                base["in"] = json!(source);
+            }
             let mut canary_strings = Vec::new();
             for finding in secrets_in_result(&shown, &tokens) {
                 canary_strings.push(finding.pointer.clone());
@@ -203,12 +207,15 @@ pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
     }
 }
 
+/// The source of what a call returned, beside the requests it made of the client.
+const RESULT: &str = "result";
+
 /// Everything of a call that reaches the model or the user, with where it came from: what
 /// [`shown`] says, then each request the server made while the call was pending
 /// (`sampling/createMessage` messages are what the server wants the model to read).
 fn shown_all(call: &CallRecord) -> Vec<(&'static str, Value)> {
     let mut all: Vec<(&'static str, Value)> =
-        shown(call).map(|v| ("result", v)).into_iter().collect();
+        shown(call).map(|v| (RESULT, v)).into_iter().collect();
     if let Ok(outcome) = &call.outcome {
         for asked in &outcome.asked {
             let source = crate::client::ASKED_METHODS
