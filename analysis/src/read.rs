@@ -317,6 +317,7 @@ impl ProbeReader {
                 let role = match start.role {
                     Role::Control => "control",
                     Role::Subject => "subject",
+                    Role::Relaunch => "relaunch",
                 };
                 let (run_id, role): (Shared, Shared) = (start.run_id.as_str().into(), role.into());
                 self.runs.push((run_id.clone(), role.clone()));

@@ -79,6 +79,11 @@ struct ProbeArgs {
     /// Calls per tool at most.
     #[arg(long, default_value_t = 6)]
     max_calls: usize,
+    /// Launches after the control run, each on the lab the launches before it left, no
+    /// tool called: a manifest that changes there (a sleeper arming on its second launch)
+    /// confirms `manifest.stable`, and what the launch does is graded in the `(server)` row.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=16))]
+    relaunch: u32,
     /// Tools called at most (in shared runs or runs of their own); the rest are
     /// `skipped: budget`.
     #[arg(long, default_value_t = 128)]
@@ -442,6 +447,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         options.jobs = jobs as usize;
     }
     options.isolation = args.isolation;
+    options.relaunch = args.relaunch;
     options.inputs = Inputs {
         env: args.env,
         plants: args.plant,

@@ -466,8 +466,13 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     };
     let (_child, log, session) = connect(&["normal"], options).await;
     let mut session = session.expect("connects");
-    let outcome = session.call_tool("sample", Map::new()).await.expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"].as_str().unwrap();
+    let outcome = session
+        .call_tool("sample", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
     let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
     assert_eq!(answer["id"], "sample-1");
     assert_eq!(answer["result"]["content"]["text"], "the planted reply");
@@ -482,12 +487,20 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
         .into_iter()
         .find(|m| m["method"] == "initialize")
         .unwrap();
-    assert!(init["params"]["capabilities"]["sampling"].is_object(), "{init}");
+    assert!(
+        init["params"]["capabilities"]["sampling"].is_object(),
+        "{init}"
+    );
 
     let (_child, _log, session) = connect(&["normal"], short_timeouts()).await;
     let mut session = session.expect("connects");
-    let outcome = session.call_tool("sample", Map::new()).await.expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"].as_str().unwrap();
+    let outcome = session
+        .call_tool("sample", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
     let answer: Value = serde_json::from_str(text).unwrap();
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
     assert_eq!(outcome.asked.len(), 1, "the request is kept either way");

@@ -73,12 +73,14 @@ pub struct RunStart {
     pub repetition: u32,
 }
 
-/// Whether a run is the control (no tool calls) or the subject.
+/// Whether a run is the control (no tool calls), a subject, or a relaunch (no tool calls,
+/// on the lab as the launches before it left it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Control,
     Subject,
+    Relaunch,
 }
 
 /// The sandbox configuration a run used, as the sandbox reported it.

@@ -27,6 +27,9 @@ pub struct Campaign {
     pub jobs: usize,
     /// How each probe keeps its tools apart.
     pub isolation: crate::probe::Isolation,
+    /// Launches of each server after its control run, on the lab it left (`vac probe
+    /// --relaunch`).
+    pub relaunch: u32,
     /// The receipt directory, resolved against the file's directory.
     pub out: PathBuf,
     pub budgets: Budgets,
@@ -139,6 +142,8 @@ struct Raw {
     #[serde(default)]
     isolation: Option<Spanned<String>>,
     #[serde(default)]
+    relaunch: Option<Spanned<i64>>,
+    #[serde(default)]
     jobs: Option<Spanned<i64>>,
     #[serde(default)]
     out: Option<Spanned<String>>,
@@ -237,6 +242,16 @@ impl Campaign {
         };
         let repetitions = count(raw.repetitions, "repetitions", 1, 1000)? as u32;
         let jobs = count(raw.jobs, "jobs", 1, 64)? as usize;
+        let relaunch = match &raw.relaunch {
+            None => 1,
+            Some(v) if (0..=16).contains(v.get_ref()) => *v.get_ref() as u32,
+            Some(v) => {
+                return Err(error(
+                    v.span().start,
+                    format!("`relaunch` must be between 0 and 16, not {}", v.get_ref()),
+                ));
+            }
+        };
         let isolation = match &raw.isolation {
             None => crate::probe::Isolation::default(),
             Some(name) => match crate::probe::Isolation::parse(name.get_ref()) {
@@ -472,6 +487,7 @@ impl Campaign {
             repetitions,
             jobs,
             isolation,
+            relaunch,
             out,
             budgets,
             targets,

@@ -592,6 +592,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     // share of the cores for its own runs.
     options.jobs = (crate::probe::default_jobs() / campaign.jobs.max(1)).max(1);
     options.isolation = campaign.isolation;
+    options.relaunch = campaign.relaunch;
     options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
     options.inputs = target.inputs.clone();

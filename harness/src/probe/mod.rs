@@ -78,6 +78,9 @@ pub struct ProbeOptions {
     pub derivation: Derivation,
     /// Environment, planted files and argument hints for this target.
     pub inputs: inputs::Inputs,
+    /// Launches after the control run on the lab as the launches before left it, no tool
+    /// called (a sleeper that arms on its second launch changes its manifest there).
+    pub relaunch: u32,
     /// The user the server runs as (default: the one who invoked vac).
     pub user: RunAs,
 }
@@ -198,6 +201,7 @@ impl ProbeOptions {
             derivation: Derivation::default(),
             inputs: inputs::Inputs::default(),
             user: invoking_user(),
+            relaunch: 1,
         }
     }
 }
@@ -400,6 +404,8 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         dir,
     };
     subject_runs(runs, first, control, &mut record).await?;
+    let relaunches = plan.runs.iter().filter(|r| r.role == Role::Relaunch);
+    relaunch(relaunches, &options, &planted, dir, &mut record).await?;
     // One grading path: the verdicts come from the receipts as written, never from memory.
     // The records read for grading are dropped before the report reads them again.
     {
@@ -491,6 +497,70 @@ async fn subject_runs(
                 r.scope == Scope::IfDoubted && r.tool.as_ref().is_some_and(|t| doubted.contains(t))
             }));
         }
+    }
+}
+
+/// Starts the server again for each planned relaunch, no tool called, on the lab as the
+/// launches before left it: the control's files in the lab, then each relaunch's, planted
+/// into the next one's lab (what the earlier launches wrote, read back from the receipts).
+/// A file whose content was not kept (over the probe's content budget) is not carried, and
+/// the run's record says which were.
+async fn relaunch(
+    planned: impl Iterator<Item = &PlannedRun>,
+    options: &ProbeOptions,
+    planted: &plants::Planted,
+    dir: &std::path::Path,
+    record: &mut impl FnMut(Option<&PlannedRun>, &RunOutput) -> Result<(), ProbeError>,
+) -> Result<(), ProbeError> {
+    let mut planned = planned.peekable();
+    if planned.peek().is_none() {
+        return Ok(());
+    }
+    let recorded = replay::read_runs(dir, |_, start| start.role == vac_receipts::Role::Control)?;
+    let Some(control) = recorded.runs.into_iter().find(|r| r.role == Role::Control) else {
+        return Ok(());
+    };
+    let mut carried: std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> = Default::default();
+    let mut last = control;
+    for run in planned {
+        carry(&mut carried, &last, &planted.record.root);
+        let mut next = planted.clone();
+        for (path, bytes) in &carried {
+            next.lab = next.lab.plant_with_mode(path, bytes.clone(), 0o600);
+        }
+        let server = server(options, &next)?;
+        let content = effects::ContentBudget::default();
+        let mut plan = control_plan(options.quiet, &options.client, &content);
+        plan.role = Role::Relaunch;
+        plan.first_index = run.first_index;
+        let output = run::execute(&server, plan).await?;
+        record(Some(run), &output)?;
+        last = output;
+    }
+    Ok(())
+}
+
+/// Adds the lab files `run` left (created or modified, with their content kept) to
+/// `carried`, by their path below the lab's root.
+fn carry(
+    carried: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
+    run: &RunOutput,
+    root: &std::path::Path,
+) {
+    for observed in &run.changes {
+        let (vac_sandbox::FsChange::Created { .. }
+        | vac_sandbox::FsChange::Modified { .. }
+        | vac_sandbox::FsChange::Renamed { .. }) = &observed.change
+        else {
+            continue;
+        };
+        let (Some(content), Ok(below)) = (
+            observed.content.as_ref(),
+            observed.change.path().strip_prefix(root),
+        ) else {
+            continue;
+        };
+        carried.insert(below.to_path_buf(), content.clone());
     }
 }
 
@@ -694,6 +764,23 @@ fn plan_probe(
             next_index,
             &no_write,
         );
+    }
+    // A remote server's launches are not vac's to make.
+    if !matches!(options.target, Target::RemoteHttp(_)) {
+        let after = plan
+            .runs
+            .iter()
+            .map(|r| r.first_index + r.calls.len())
+            .max()
+            .unwrap_or(0);
+        plan.runs.extend((0..options.relaunch).map(|_| PlannedRun {
+            role: Role::Relaunch,
+            tool: None,
+            first_index: after,
+            calls: Vec::new(),
+            scope: Scope::Own,
+            blocks: Vec::new(),
+        }));
     }
     plan
 }
@@ -974,7 +1061,7 @@ fn server_identity(control: &RunOutput) -> ServerIdentity {
 fn summary(output: &RunOutput) -> Value {
     json!({
         "run": output.id,
-        "role": match output.role { Role::Control => "control", Role::Subject => "subject" },
+        "role": match output.role { Role::Control => "control", Role::Subject => "subject", Role::Relaunch => "relaunch" },
         "tool": output.tool,
         "calls": output.calls.len(),
         "changes": output.changes.len(),

@@ -24,17 +24,21 @@ pub(crate) fn start(control: &RunOutput, planted: &LabRecord) -> Observation {
     observation
 }
 
-/// Adds the server's own row (`row`, the contract's name for it): the control run, where
-/// no tool is called, as one call at `index` that every effect of the run belongs to —
-/// what the server did while it started and stopped. Subject runs still subtract these
-/// effects as background; here they are graded, by the universal limits alone.
+/// Adds the server's own row (`row`, the contract's name for it): the control run and the
+/// relaunches, where no tool is called, as one call at `index` that every effect of those
+/// runs belongs to — what the server did while it started and stopped. Subject runs still
+/// subtract the control's effects as background; here they are graded, by the universal
+/// limits alone.
 pub(crate) fn launch(
     observation: &mut Observation,
-    control: &RunOutput,
+    launches: &[&RunOutput],
     planted: &LabRecord,
     row: &str,
     index: usize,
 ) {
+    let Some(control) = launches.first() else {
+        return;
+    };
     observation.calls.push(Call {
         index,
         tool: row.to_owned(),
@@ -48,23 +52,38 @@ pub(crate) fn launch(
         calls: &[],
         shutdown: None,
     };
-    let mut found = Vec::new();
-    let (changes, _) = effects::subtract(&control.changes, &[]);
-    for item in &changes {
-        found.extend(effects::to_effects(item, &windows, &control.id));
+    for (launch, run) in launches.iter().enumerate() {
+        let mut found = Vec::new();
+        let (changes, _) = effects::subtract(&run.changes, &[]);
+        for item in &changes {
+            found.extend(effects::to_effects(item, &windows, &run.id));
+        }
+        found.extend(effects::reads(
+            &run.reads(),
+            &windows,
+            &planted.canary_paths(),
+            &run.id,
+        ));
+        found.extend(sensed_effects(run, None, &windows, planted));
+        let attribution = match launch {
+            0 => "the server's launch or shutdown (control run)".to_owned(),
+            n => format!("the server's launch or shutdown (relaunch {n})"),
+        };
+        for mut effect in found {
+            effect.attribution = vac_contracts::Attribution::Call(index);
+            effect.detail["attribution"] = json!(attribution);
+            observation.effects.push(effect);
+        }
     }
-    found.extend(effects::reads(
-        &control.reads(),
-        &windows,
-        &planted.canary_paths(),
-        &control.id,
-    ));
-    found.extend(sensed_effects(control, None, &windows, planted));
-    for mut effect in found {
-        effect.attribution = vac_contracts::Attribution::Call(index);
-        effect.detail["attribution"] = json!("the server's launch or shutdown (control run)");
-        observation.effects.push(effect);
-    }
+}
+
+/// Adds what a relaunch showed of the manifest: each tool whose entry differs from the
+/// control's (the one reviewed) is a `manifest.stable` effect of that tool, across
+/// launches. A text that differs only by the order of its items is nondeterminism.
+pub(crate) fn relaunched(observation: &mut Observation, relaunch: &RunOutput, control: &RunOutput) {
+    observation
+        .effects
+        .extend(shown::relaunch_effects(relaunch, control));
 }
 
 /// Adds one subject run's calls, attributable effects, sensors and errors.

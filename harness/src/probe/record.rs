@@ -81,6 +81,7 @@ impl Recorder {
         let role = match output.role {
             run::Role::Control => Role::Control,
             run::Role::Subject => Role::Subject,
+            run::Role::Relaunch => Role::Relaunch,
         };
         self.writer.append(Body::RunStart(RunStart {
             run_id: run_id.clone(),

@@ -152,6 +152,7 @@ fn read_log(
                 let role = match start.role {
                     vac_receipts::Role::Control => Role::Control,
                     vac_receipts::Role::Subject => Role::Subject,
+                    vac_receipts::Role::Relaunch => Role::Relaunch,
                 };
                 open = Some(RunBuilder::new(start.run_id, role, None));
             }
@@ -353,12 +354,21 @@ pub(crate) fn grade(
     }
     // An intent contract grades the server's own launch as a row after its tools; its one
     // call is numbered after every call planned or made.
+    let relaunches: Vec<&RunOutput> = recorded
+        .runs
+        .iter()
+        .filter(|r| r.role == Role::Relaunch)
+        .collect();
+    for relaunch in &relaunches {
+        observe::relaunched(&mut observation, relaunch, control);
+    }
     let row = server_row(&decls);
     if compiled.tools().any(|t| t == row) {
         let planned = plan.runs.iter().map(|r| r.first_index + r.calls.len());
         let made = observation.calls.iter().map(|c| c.index + 1);
         let index = planned.chain(made).max().unwrap_or(0);
-        observe::launch(&mut observation, control, &plan.lab, &row, index);
+        let launches: Vec<&RunOutput> = std::iter::once(control).chain(relaunches).collect();
+        observe::launch(&mut observation, &launches, &plan.lab, &row, index);
     }
     report.profile = profile(&observation, compiled.tools());
     report.grades = Some(grade_cells(&compiled, &observation)?);

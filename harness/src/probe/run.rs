@@ -29,6 +29,10 @@ use crate::client::{
 pub(crate) enum Role {
     Control,
     Subject,
+    /// The server started again on the lab as the earlier launches left it, no tool
+    /// called: what a server does once it has state (a sleeper arming on its second
+    /// launch) is graded on it.
+    Relaunch,
 }
 
 /// When a server has gone quiet after its last answer (SPEC §3.4): the sandbox says so,

@@ -145,6 +145,34 @@ pub(crate) fn effects(
     effects
 }
 
+/// The tools whose entries `relaunch` listed otherwise than `control`, as manifest
+/// changes of no call (`between: across_launches`, with the relaunch's run id).
+pub(crate) fn relaunch_effects(relaunch: &RunOutput, control: &RunOutput) -> Vec<Effect> {
+    let (reviewed, launched) = (listed(control), listed(relaunch));
+    if relaunch.tools.is_none() {
+        return Vec::new();
+    }
+    manifest_drift(reviewed, launched)
+        .into_iter()
+        .filter(|drift| !reordered_only(reviewed, launched, &drift.tool))
+        .map(|drift| {
+            let mut detail = drift.to_json();
+            merge(
+                &mut detail,
+                &json!({"run": relaunch.id, "between": "across_launches", "relaunch": true,
+                    "notifications": relaunch.list_changed}),
+            );
+            Effect {
+                class: EffectClass::ManifestChanged,
+                path: drift.tool.clone(),
+                attribution: Attribution::Unattributed,
+                detail,
+                existed_before: false,
+            }
+        })
+        .collect()
+}
+
 /// The tools/list a run got after its handshake, as JSON entries.
 fn listed(run: &RunOutput) -> &[Value] {
     run.tools
@@ -166,7 +194,7 @@ pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
             "frames_dropped": stats.frames_dropped, "tools_list_changed": output.list_changed})
     };
     let relisted = match (&output.role, &output.later_tools) {
-        (Role::Control, _) => Ok("the handshake and tools/list were answered"),
+        (Role::Control | Role::Relaunch, _) => Ok("the handshake and tools/list were answered"),
         (Role::Subject, Some(Ok(_))) => Ok("tools/list answered again after the calls"),
         (Role::Subject, Some(Err(error))) => Err(error.clone()),
         (Role::Subject, None) => Err("the session ended before the calls were made".into()),
