@@ -22,6 +22,7 @@
 //! block lives in the private `sys` module. Kernel-facing paths (cgroup root, run root) are
 //! parameters so the pieces are tested on temporary directories without root.
 
+mod access;
 mod bpf;
 mod cgroup;
 mod events;
@@ -41,6 +42,7 @@ mod sys;
 mod teardown;
 mod witness;
 
+pub use access::{Access, AccessFilter, AccessLog, MAX_ACCESSES};
 pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};

@@ -18,6 +18,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
+use crate::access::{AccessFilter, AccessLog, AccessSensor};
 use crate::events::LabEvents;
 use crate::lab::{Lab, LabError, LabView};
 use crate::limits::{InvalidLimit, Limits};
@@ -122,6 +123,7 @@ pub struct SandboxBuilder {
     sinkhole: SinkholeOptions,
     process_sensor: bool,
     process_sensor_buffer: usize,
+    access_filter: AccessFilter,
 }
 
 /// A validated run configuration; each [`Sandbox::spawn`] is a fresh run.
@@ -161,6 +163,7 @@ impl Sandbox {
             sinkhole: SinkholeOptions::default(),
             process_sensor: true,
             process_sensor_buffer: DEFAULT_PROC_CONNECTOR_BUFFER,
+            access_filter: |_| true,
         }
     }
 }
@@ -232,6 +235,15 @@ impl SandboxBuilder {
     /// makes the sensor lose events and fail its self-test: a hook for testing that.
     pub fn process_sensor_buffer(mut self, bytes: usize) -> Self {
         self.process_sensor_buffer = bytes;
+        self
+    }
+
+    /// Which files closed outside the lab the access sensor keeps, by path in the sandbox's
+    /// view (default: all); the others are counted ([`AccessLog::seen`]). A server opens
+    /// its interpreter's and libraries' files by the thousand: a caller that needs a few
+    /// places keeps memory bounded by naming them.
+    pub fn access_filter(mut self, filter: AccessFilter) -> Self {
+        self.access_filter = filter;
         self
     }
 
@@ -419,8 +431,18 @@ impl Sandbox {
         if !tmp.starts_with(view.root()) {
             labs.push(tmp.as_path());
         }
-        let events = LabEvents::start(host_root, &labs, &visibility.exposed, started)
+        let events = LabEvents::start(host_root.clone(), &labs, &visibility.exposed, started)
             .map_err(SandboxError::Events)?;
+        // Before the go: the init's marker is the access sensor's self-test too.
+        let filter = config.access_filter;
+        match AccessSensor::start(&host_root, started, filter, marker.path.clone()) {
+            Ok(sensor) => guard.accesses = Some(sensor),
+            Err(errno) => {
+                guard.accesses_log = Some(Err(format!(
+                    "fanotify on the sandbox's root and /proc could not start: {errno}"
+                )));
+            }
+        }
         guard.events_close = Some(events.closer());
         let lab_queue = events.queue();
 
@@ -718,7 +740,12 @@ impl Running {
     /// the kernel's queue, or a packet the sinkhole has not logged yet.
     pub fn sensors_pending(&self) -> bool {
         let lab = crate::sys::queued_bytes(self.lab_queue.as_fd()).unwrap_or(1) > 0;
-        lab || self.network().is_some_and(Sinkhole::pending)
+        let accesses = self
+            .guard
+            .accesses
+            .as_ref()
+            .is_some_and(AccessSensor::pending);
+        lab || accesses || self.network().is_some_and(Sinkhole::pending)
     }
 
     /// Waits until the program ends or the wall-clock limit kills the run.
@@ -811,6 +838,15 @@ impl Stopped {
         match self.marker_errno {
             0 => Ok(&self.marker),
             errno => Err(Errno::from_raw(errno)),
+        }
+    }
+    /// What the access sensor saw of the run (every file closed anywhere in its root and
+    /// `/proc`); `Err` says why it did not run.
+    pub fn accesses(&self) -> Result<&AccessLog, String> {
+        match &self.guard.accesses_log {
+            Some(Ok(log)) => Ok(log),
+            Some(Err(reason)) => Err(reason.clone()),
+            None => Err("the access sensor did not run".into()),
         }
     }
     /// The process sensor's final log; `None` when it was off.

@@ -14,6 +14,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
+use crate::access::{AccessLog, AccessSensor};
 use crate::cgroup::Cgroup;
 use crate::message::{MESSAGE_LEN, Message};
 use crate::procs::{ProcSensor, ProcessLog};
@@ -36,6 +37,9 @@ pub(crate) struct Guard {
     pub(crate) limit_hits: LimitHits,
     pub(crate) procs: Option<ProcSensor>,
     pub(crate) procs_log: Option<ProcessLog>,
+    pub(crate) accesses: Option<AccessSensor>,
+    /// The access sensor's final log, or why it did not run.
+    pub(crate) accesses_log: Option<Result<AccessLog, String>>,
 }
 
 impl Guard {
@@ -53,6 +57,8 @@ impl Guard {
             limit_hits: LimitHits::default(),
             procs: None,
             procs_log: None,
+            accesses: None,
+            accesses_log: None,
         }
     }
 
@@ -118,6 +124,10 @@ impl Guard {
         // Every exit of the run is queued on the connector now: the log is complete.
         if let Some(mut procs) = self.procs.take() {
             self.procs_log = Some(procs.finish());
+        }
+        // Every file of the run is closed now: its last accesses are queued.
+        if let Some(mut accesses) = self.accesses.take() {
+            self.accesses_log = Some(Ok(accesses.finish()));
         }
         for task in self.tasks.drain(..) {
             task.abort();

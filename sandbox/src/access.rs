@@ -1,0 +1,290 @@
+//! Reads anywhere in the sandbox's root: a fanotify group with mount marks on the run's
+//! overlay root and on its `/proc`, so that a file the program opened and closed anywhere it
+//! can see — `/etc/passwd`, `/proc/self/environ`, its own installation — is reported with
+//! the process that did it, not only files of the lab ([`crate::LabEvents`]).
+//!
+//! The marks are per mount and both mounts belong to the run alone, so the group hears the
+//! run's processes and nothing of the host. Events are close events (a file opened without
+//! write access was closed: it was read; one opened for writing was closed), the same sense
+//! as the lab's `close_nowrite`. vac's own opens through `/proc/<init>/root` are left out by
+//! pid. The init's close of the marker it writes is the self-test ([`AccessLog::saw`]). The
+//! log keeps what the run's filter asks for ([`SandboxBuilder::access_filter`]: by default
+//! everything) and the marker, and counts the rest; it is bounded ([`MAX_ACCESSES`]): what is
+//! past it is counted, and a kernel queue overflow is recorded, so the sensor can say it was
+//! not complete.
+//!
+//! [`SandboxBuilder::access_filter`]: crate::SandboxBuilder::access_filter
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
+
+/// Which accesses a run keeps, by path in the sandbox's view.
+pub type AccessFilter = fn(&Path) -> bool;
+
+/// The most accesses one run keeps; the ones beyond are counted in [`AccessLog::dropped`].
+pub const MAX_ACCESSES: usize = 65_536;
+
+/// One file closed by a process of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The path in the sandbox's view.
+    pub path: PathBuf,
+    /// The process, in the host's pid namespace.
+    pub pid: i32,
+    /// Whether the file had been opened for writing.
+    pub wrote: bool,
+    /// Time since the sandbox was spawned.
+    pub since_start: Duration,
+}
+
+/// What the sensor saw of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccessLog {
+    /// The accesses kept: the marker's and those the filter passed.
+    pub accesses: Vec<Access>,
+    /// Every access seen, kept or not.
+    pub seen: u64,
+    /// Accesses past [`MAX_ACCESSES`], not kept.
+    pub dropped: u64,
+    /// The kernel's queue overflowed: accesses were lost unseen.
+    pub overflowed: bool,
+    /// Why reading the group stopped early, if it did.
+    pub failed: Option<String>,
+}
+
+impl AccessLog {
+    /// Whether a close of `path` (written, when `wrote`) was seen: the self-test asks for
+    /// the marker the init wrote.
+    pub fn saw(&self, path: &Path, wrote: bool) -> bool {
+        self.accesses
+            .iter()
+            .any(|a| a.path == path && a.wrote == wrote)
+    }
+
+    /// Why the log cannot back an absence, if it cannot.
+    pub fn incomplete(&self) -> Option<String> {
+        if let Some(failed) = &self.failed {
+            return Some(failed.clone());
+        }
+        if self.overflowed {
+            return Some("the kernel's fanotify queue overflowed".into());
+        }
+        (self.dropped > 0).then(|| {
+            format!(
+                "{} accesses past the log's {MAX_ACCESSES} were not kept",
+                self.dropped
+            )
+        })
+    }
+}
+
+/// The running sensor: a thread reading the group until [`AccessSensor::finish`].
+#[derive(Debug)]
+pub(crate) struct AccessSensor {
+    group: Arc<Fanotify>,
+    stop: Arc<AtomicBool>,
+    log: Arc<Mutex<AccessLog>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AccessSensor {
+    /// Marks the mounts of the sandbox's root and of its `/proc`, both reached through
+    /// `host_root` (`/proc/<init>/root`), and starts reading.
+    pub(crate) fn start(
+        host_root: &Path,
+        started: Instant,
+        filter: AccessFilter,
+        marker: PathBuf,
+    ) -> Result<AccessSensor, Errno> {
+        let group = Fanotify::init(
+            InitFlags::FAN_CLASS_NOTIF | InitFlags::FAN_CLOEXEC | InitFlags::FAN_NONBLOCK,
+            EventFFlags::O_RDONLY | EventFFlags::O_LARGEFILE | EventFFlags::O_CLOEXEC,
+        )?;
+        let mask = MaskFlags::FAN_CLOSE_WRITE | MaskFlags::FAN_CLOSE_NOWRITE;
+        let flags = MarkFlags::FAN_MARK_ADD | MarkFlags::FAN_MARK_MOUNT;
+        let cwd = std::fs::File::open("/").map_err(|e| io_errno(&e))?;
+        for mount in [host_root.to_path_buf(), host_root.join("proc")] {
+            group.mark(flags, mask, cwd.as_fd(), Some(mount.as_path()))?;
+        }
+        let group = Arc::new(group);
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(AccessLog::default()));
+        let reader = Arc::clone(&group);
+        let (reader_stop, reader_log) = (Arc::clone(&stop), Arc::clone(&log));
+        let prefix = std::fs::read_link(host_root).unwrap_or_else(|_| PathBuf::from("/"));
+        let thread = std::thread::Builder::new()
+            .name("vac-access".into())
+            .spawn(move || {
+                let keep = |path: &Path| path == marker || filter(path);
+                read_group(&reader, &prefix, started, keep, &reader_stop, &reader_log)
+            })
+            .map_err(|e| io_errno(&e))?;
+        Ok(AccessSensor {
+            group,
+            stop,
+            log,
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether accesses wait unread in the kernel's queue.
+    pub(crate) fn pending(&self) -> bool {
+        crate::sys::queued_bytes(self.group.as_fd()).unwrap_or(1) > 0
+    }
+
+    /// Reads what is still queued and returns the log. Call it once the run's processes are
+    /// gone: their last closes are queued by then.
+    pub(crate) fn finish(&mut self) -> AccessLog {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            log.failed = Some("the access reader panicked".into());
+        }
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.clone()
+    }
+}
+
+impl Drop for AccessSensor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn io_errno(error: &std::io::Error) -> Errno {
+    Errno::from_raw(error.raw_os_error().unwrap_or(Errno::EIO as i32))
+}
+
+/// How long the reader waits for events before it looks at the stop flag.
+const POLL: Duration = Duration::from_millis(20);
+
+fn read_group(
+    group: &Fanotify,
+    prefix: &Path,
+    started: Instant,
+    keep: impl Fn(&Path) -> bool,
+    stop: &AtomicBool,
+    log: &Mutex<AccessLog>,
+) {
+    let own = std::process::id() as i32;
+    loop {
+        // Once told to stop, drain what is queued (the run is gone) and end.
+        let stopping = stop.load(Ordering::SeqCst);
+        if !stopping {
+            let mut polled = [PollFd::new(group.as_fd(), PollFlags::POLLIN)];
+            let timeout = PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
+            match poll(&mut polled, timeout) {
+                Ok(0) | Err(Errno::EINTR) => continue,
+                Ok(_) => {}
+                Err(errno) => {
+                    fail(log, format!("poll the fanotify group: {errno}"));
+                    return;
+                }
+            }
+        }
+        let events = match group.read_events() {
+            Ok(events) => events,
+            Err(Errno::EAGAIN) if stopping => return,
+            Err(Errno::EAGAIN | Errno::EINTR) => continue,
+            Err(errno) => {
+                fail(log, format!("read the fanotify group: {errno}"));
+                return;
+            }
+        };
+        let at = started.elapsed();
+        let mut seen = Vec::with_capacity(events.len());
+        let (mut overflowed, mut all) = (false, 0u64);
+        for event in &events {
+            if event.mask().contains(MaskFlags::FAN_Q_OVERFLOW) {
+                overflowed = true;
+                continue;
+            }
+            let Some(fd) = event.fd() else { continue };
+            if event.pid() == own {
+                continue;
+            }
+            let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let Ok(path) = std::fs::read_link(link) else {
+                continue;
+            };
+            all += 1;
+            let path = in_view(&path, prefix);
+            if !keep(&path) {
+                continue;
+            }
+            seen.push(Access {
+                path,
+                pid: event.pid(),
+                wrote: event.mask().contains(MaskFlags::FAN_CLOSE_WRITE),
+                since_start: at,
+            });
+        }
+        drop(events); // closes the events' descriptors
+        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+        log.overflowed |= overflowed;
+        log.seen += all;
+        for access in seen {
+            if log.accesses.len() < MAX_ACCESSES {
+                log.accesses.push(access);
+            } else {
+                log.dropped += 1;
+            }
+        }
+    }
+}
+
+fn fail(log: &Mutex<AccessLog>, reason: String) {
+    log.lock().unwrap_or_else(|p| p.into_inner()).failed = Some(reason);
+}
+
+/// The sandbox's view of a path the host's `/proc/self/fd` link gave: the kernel names a
+/// file of another mount namespace from that namespace's root, which is the sandbox's own
+/// after its pivot; where the root itself still shows a host prefix, that prefix goes.
+fn in_view(path: &Path, prefix: &Path) -> PathBuf {
+    if prefix != Path::new("/")
+        && let Ok(below) = path.strip_prefix(prefix)
+    {
+        return Path::new("/").join(below);
+    }
+    path.to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_prefix_of_the_root_is_taken_off() {
+        let prefix = Path::new("/run/vac/run-1/merged");
+        assert_eq!(
+            in_view(Path::new("/run/vac/run-1/merged/etc/passwd"), prefix),
+            Path::new("/etc/passwd")
+        );
+        assert_eq!(
+            in_view(Path::new("/etc/passwd"), Path::new("/")),
+            Path::new("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn an_incomplete_log_says_why() {
+        let mut log = AccessLog::default();
+        assert_eq!(log.incomplete(), None);
+        log.dropped = 3;
+        assert!(log.incomplete().unwrap().contains("3 accesses"));
+        log.overflowed = true;
+        assert!(log.incomplete().unwrap().contains("overflowed"));
+        log.failed = Some("read failed".into());
+        assert_eq!(log.incomplete().as_deref(), Some("read failed"));
+    }
+}
