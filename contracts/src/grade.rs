@@ -425,8 +425,10 @@ impl Context<'_> {
                 return false;
             }
         }
-        let canary = spec.canaries && self.obs.canaries.contains(&effect.path);
-        canary || rule.allows(&effect.path) == Some(false)
+        let secret = spec.canaries
+            && (self.obs.canaries.contains(&effect.path)
+                || crate::places::never_read(&effect.path).is_some());
+        secret || rule.allows(&effect.path) == Some(false)
     }
 }
 

@@ -28,6 +28,7 @@ mod graded;
 mod intent;
 mod observation;
 mod pattern;
+mod places;
 mod tool;
 mod verdict;
 
@@ -44,5 +45,6 @@ pub use observation::{
     SensorStatus,
 };
 pub use pattern::PatternError;
+pub use places::{ACCOUNT_DATABASE, NEVER_READ, never_read};
 pub use tool::{Annotations, ToolDecl};
 pub use verdict::{Cell, ErrorKind, MAX_EVIDENCE, SkipReason, Verdict};

@@ -24,6 +24,10 @@ struct Server {
     /// Texts the confirmed cells' evidence must hold (what shows the behaviour happened).
     #[serde(default)]
     evidence: Vec<String>,
+    /// What the report's behaviour profile must list: `[row, kind, text]`, the row (a tool
+    /// or `(server)`) holding under `kind` a target that contains `text`.
+    #[serde(default)]
+    profile: Vec<(String, String, String)>,
 }
 
 fn fixtures() -> PathBuf {
@@ -77,6 +81,19 @@ fn every_unannotated_fixture_confirms_exactly_its_ground_truth_in_default_mode()
                 wrong.push(format!(
                     "{}: the confirmed cells' evidence lacks {text:?}",
                     server.file
+                ));
+            }
+        }
+        for (row, kind, text) in &server.profile {
+            let targets = probe.json["profile"][row][kind]["targets"].as_array();
+            let listed = targets
+                .into_iter()
+                .flatten()
+                .any(|t| t.as_str().is_some_and(|t| t.contains(text.as_str())));
+            if !listed {
+                wrong.push(format!(
+                    "{}: the profile of {row} lists no {kind} target with {text:?}: {}",
+                    server.file, probe.json["profile"]
                 ));
             }
         }

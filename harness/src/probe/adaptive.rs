@@ -383,6 +383,7 @@ mod tests {
             path: Path::new(WORK).join(name),
             is_dir: false,
             t_ns: at * 1_000_000,
+            pid: None,
         }
     }
 

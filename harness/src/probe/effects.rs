@@ -516,8 +516,11 @@ pub(crate) fn reads(
         {
             continue;
         }
-        let detail = json!({"run": run_id, "attribution": basis, "closed_ms": at.as_millis() as u64,
+        let mut detail = json!({"run": run_id, "attribution": basis, "closed_ms": at.as_millis() as u64,
             "canary": canaries.contains(path)});
+        if let Some(place) = vac_contracts::never_read(&shown) {
+            detail["never_read"] = json!(place);
+        }
         effects.push(Effect {
             class: EffectClass::Read,
             path: shown,

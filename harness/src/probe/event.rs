@@ -39,6 +39,10 @@ pub(crate) struct LabEvent {
     pub(crate) is_dir: bool,
     /// Since the run's start.
     pub(crate) t_ns: u64,
+    /// The process that read (host pid): known for reads outside the lab, which the access
+    /// sensor sees; none for the lab's inotify events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pid: Option<i32>,
 }
 
 impl LabEvent {

@@ -982,7 +982,9 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
         .lab(planted.lab.clone())
         .env(&planted.env.0, &planted.env.1)
         .limits(options.limits.clone())
-        .run_as(options.user);
+        .run_as(options.user)
+        // Outside the lab, only reads no tool is meant to make are evidence.
+        .access_filter(|path| vac_contracts::never_read(&path.to_string_lossy()).is_some());
     for path in &options.inputs.expose {
         builder = builder.expose(path);
     }

@@ -83,6 +83,9 @@ const COMMITS: [(&str, &str, &str); 3] = [
     ),
 ];
 
+/// The git identity of the lab's home: the planted repository's author.
+const GITCONFIG: &str = "[user]\n\tname = Dana Lee\n\temail = dana@example.org\n";
+
 /// The files of a small git repository with three commits (work tree and `.git`, relative
 /// to the repository, with their modes), made once by the host's git with fixed names and
 /// dates so that its object ids are the same on every run. `None` when the host has no
@@ -332,6 +335,12 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
     for (path, bytes, mode) in repository.into_iter().flatten() {
         let path = Path::new("work").join(REPOSITORY).join(path);
         lab = lab.plant_with_mode(path, bytes.clone(), *mode);
+    }
+    // A developer's home names its git identity, as the repository's author: without it
+    // git reads the account database (/etc/passwd) for a name, a read no tool is meant to
+    // make (`vac_contracts::NEVER_READ`), and a committer of `root@<hostname>` tells.
+    if repository.is_some() {
+        lab = lab.plant(in_home(".gitconfig"), GITCONFIG);
     }
     let mut canaries = Vec::new();
     for (name, path, content, token) in files {

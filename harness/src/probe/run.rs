@@ -320,6 +320,30 @@ impl RunOutput {
     }
 
     /// Lab files read (closed after a read-only open), when, in order; the marker excluded.
+    /// Whether `read` is another program's lookup of its own user: a read of the account
+    /// database ([`vac_contracts::ACCOUNT_DATABASE`]) by a process that runs a program other
+    /// than the server's (git, curl and ssh read it through `getpwuid`). The server's
+    /// program is what the run's first process last exec'd before the read (after a
+    /// launcher's `exec`); a process without an exec of its own is a fork and counts.
+    fn own_user_lookup(&self, read: &LabEvent) -> bool {
+        let Some(pid) = read.pid else { return false };
+        if read.path != std::path::Path::new(vac_contracts::ACCOUNT_DATABASE) {
+            return false;
+        }
+        let program = |pid: i32| {
+            self.execs
+                .iter()
+                .filter(|x| x.pid == pid && x.t_ns <= read.t_ns)
+                .next_back()
+                .map(|x| x.exe.as_ref().unwrap_or(&x.path))
+        };
+        let server = self.execs.first().and_then(|first| program(first.pid));
+        match (program(pid), server) {
+            (Some(reader), Some(server)) => reader != server,
+            _ => false,
+        }
+    }
+
     pub(crate) fn reads(&self) -> Vec<(std::path::PathBuf, Duration)> {
         self.lab_events
             .iter()
@@ -327,6 +351,7 @@ impl RunOutput {
                 e.kind == FsEventKind::CloseNoWrite
                     && !e.is_dir
                     && self.marker.as_ref() != Some(&e.path)
+                    && !self.own_user_lookup(e)
             })
             .map(|e| (e.path.clone(), e.at()))
             .collect()
@@ -463,6 +488,7 @@ pub(crate) async fn execute_listing(
         }
     }
     let marker = stopped.marker().ok().map(|m| m.path.clone());
+    let accesses = accesses(stopped.accesses(), marker.as_deref());
     if let Some(log) = stopped.processes() {
         processes(log, &mut output);
     }
@@ -490,6 +516,13 @@ pub(crate) async fn execute_listing(
         }
         (None, _) => Reading::Blind("the marker's open was not seen".into()),
     };
+    // A clean read needs both: the lab's events and the accesses anywhere else.
+    let (access_reading, read_anywhere) = accesses;
+    output.sensors.fs_events = match (&output.sensors.fs_events, access_reading) {
+        (Reading::Live(lab), Ok(access)) => Reading::Live(format!("{lab}; {access}")),
+        (Reading::Live(_), Err(reason)) => Reading::Blind(reason),
+        (other, _) => other.clone(),
+    };
     output.marker = marker;
     output.lab_events = events
         .into_iter()
@@ -498,12 +531,51 @@ pub(crate) async fn execute_listing(
             path: e.path,
             is_dir: e.is_dir,
             t_ns: e.since_start.as_nanos() as u64,
+            pid: None,
         })
+        .chain(read_anywhere)
         .collect();
     output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
     Ok(output)
+}
+
+/// The access sensor's self-test, and the reads it saw of places no tool has a reason to
+/// read ([`vac_contracts::never_read`]) as lab events of their own (`close_nowrite`): the
+/// lab's own reads come from its inotify events, and every other file a server opens
+/// (its interpreter, its libraries) is counted, not recorded.
+fn accesses(
+    log: Result<&vac_sandbox::AccessLog, String>,
+    marker: Option<&std::path::Path>,
+) -> (Result<String, String>, Vec<LabEvent>) {
+    let log = match log {
+        Ok(log) => log,
+        Err(reason) => return (Err(format!("reads outside the lab: {reason}")), Vec::new()),
+    };
+    let reads: Vec<LabEvent> = log
+        .accesses
+        .iter()
+        .filter(|a| !a.wrote)
+        .filter(|a| vac_contracts::never_read(&a.path.to_string_lossy()).is_some())
+        .map(|a| LabEvent {
+            kind: FsEventKind::CloseNoWrite,
+            path: a.path.clone(),
+            is_dir: false,
+            t_ns: a.since_start.as_nanos() as u64,
+            pid: Some(a.pid),
+        })
+        .collect();
+    let reading = match (log.incomplete(), marker) {
+        (Some(reason), _) => Err(format!("reads outside the lab: {reason}")),
+        (None, Some(marker)) if log.saw(marker, true) => Ok(format!(
+            "marker close seen by the access sensor ({} files closed, {} in places never read)",
+            log.seen,
+            reads.len()
+        )),
+        (None, _) => Err("reads outside the lab: the access sensor did not see the marker's close".into()),
+    };
+    (reading, reads)
 }
 
 /// Runs blocking work (the sandbox's setup and teardown, the witness's walk) so that the
