@@ -182,7 +182,8 @@ fn read_group(
         let stopping = stop.load(Ordering::SeqCst);
         if !stopping {
             let mut polled = [PollFd::new(group.as_fd(), PollFlags::POLLIN)];
-            let timeout = PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
+            let timeout =
+                PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
             match poll(&mut polled, timeout) {
                 Ok(0) | Err(Errno::EINTR) => continue,
                 Ok(_) => {}

@@ -17,8 +17,8 @@ use nix::unistd::{ForkResult, Pid};
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
-use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
 use crate::access::{AccessFilter, AccessLog, AccessSensor};
+use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
 use crate::events::LabEvents;
 use crate::lab::{Lab, LabError, LabView};
 use crate::limits::{InvalidLimit, Limits};

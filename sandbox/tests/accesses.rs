@@ -17,7 +17,8 @@ async fn reads_outside_the_lab_are_seen_with_the_marker_and_nothing_of_the_host(
     // A host file read while the run is live must not show: the marks are the run's mounts.
     let host_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(host_file.path(), "host").unwrap();
-    let script = "cat /etc/passwd > /dev/null && cat /proc/self/environ > /dev/null && cat notes/a.md";
+    let script =
+        "cat /etc/passwd > /dev/null && cat /proc/self/environ > /dev/null && cat notes/a.md";
     let lab = Lab::new().plant("work/notes/a.md", "planted note");
     let sandbox = shell(script).lab(lab).build().unwrap();
     let running = sandbox.spawn().unwrap();
@@ -34,15 +35,23 @@ async fn reads_outside_the_lab_are_seen_with_the_marker_and_nothing_of_the_host(
     assert!(log.saw(&marker.path, true), "the marker's close: {log:?}");
     let read = |path: &Path| log.accesses.iter().any(|a| a.path == path && !a.wrote);
     assert!(read(Path::new("/etc/passwd")), "{log:?}");
-    assert!(read(Path::new("/lab/home/work/notes/a.md")) || read(Path::new("/lab/work/notes/a.md")),
-        "a lab read is seen too: {log:?}");
+    assert!(
+        read(Path::new("/lab/home/work/notes/a.md")) || read(Path::new("/lab/work/notes/a.md")),
+        "a lab read is seen too: {log:?}"
+    );
     let environ = log
         .accesses
         .iter()
         .any(|a| a.path.starts_with("/proc") && a.path.ends_with("environ"));
-    assert!(environ, "/proc/self/environ as /proc/<pid>/environ: {log:?}");
+    assert!(
+        environ,
+        "/proc/self/environ as /proc/<pid>/environ: {log:?}"
+    );
     let own = std::process::id() as i32;
-    assert!(log.accesses.iter().all(|a| a.pid != own), "vac's own opens are left out");
+    assert!(
+        log.accesses.iter().all(|a| a.pid != own),
+        "vac's own opens are left out"
+    );
     assert!(
         !log.accesses.iter().any(|a| a.path == host_file.path()),
         "a host file read outside the run is not the run's"
@@ -72,7 +81,9 @@ async fn a_flood_of_opens_is_bounded_and_says_it_is_incomplete() {
     );
     let log = stopped.accesses().expect("the access sensor ran");
     assert!(log.accesses.len() <= MAX_ACCESSES);
-    let reason = log.incomplete().expect("a flood past the cap is incomplete");
+    let reason = log
+        .incomplete()
+        .expect("a flood past the cap is incomplete");
     assert!(
         reason.contains("not kept") || reason.contains("overflowed"),
         "{reason}"
@@ -95,9 +106,13 @@ async fn a_filter_keeps_what_it_names_and_the_marker_and_counts_the_rest() {
     let marker = stopped.marker().unwrap().path.clone();
     let kept: Vec<&Path> = log.accesses.iter().map(|a| a.path.as_path()).collect();
     assert!(
-        kept.iter().all(|p| *p == Path::new("/etc/passwd") || *p == marker),
+        kept.iter()
+            .all(|p| *p == Path::new("/etc/passwd") || *p == marker),
         "{kept:?}"
     );
     assert!(kept.contains(&Path::new("/etc/passwd")) && kept.contains(&marker.as_path()));
-    assert!(log.seen > log.accesses.len() as u64, "the rest is counted: {log:?}");
+    assert!(
+        log.seen > log.accesses.len() as u64,
+        "the rest is counted: {log:?}"
+    );
 }

@@ -111,11 +111,7 @@ async fn hostile_writes_are_all_witnessed_and_the_host_is_untouched() {
         "Symlink /tmp/vac-link -> /etc/shadow".to_string(),
         created("/usr/vac-hostile-usr"),
     ];
-    let mut seen: Vec<String> = report
-        .changes
-        .iter()
-        .map(describe)
-        .collect();
+    let mut seen: Vec<String> = report.changes.iter().map(describe).collect();
     let mut want = expected.clone();
     seen.sort();
     want.sort();

@@ -333,8 +333,7 @@ impl RunOutput {
         let program = |pid: i32| {
             self.execs
                 .iter()
-                .filter(|x| x.pid == pid && x.t_ns <= read.t_ns)
-                .next_back()
+                .rfind(|x| x.pid == pid && x.t_ns <= read.t_ns)
                 .map(|x| x.exe.as_ref().unwrap_or(&x.path))
         };
         let server = self.execs.first().and_then(|first| program(first.pid));
@@ -573,7 +572,9 @@ fn accesses(
             log.seen,
             reads.len()
         )),
-        (None, _) => Err("reads outside the lab: the access sensor did not see the marker's close".into()),
+        (None, _) => {
+            Err("reads outside the lab: the access sensor did not see the marker's close".into())
+        }
     };
     (reading, reads)
 }
