@@ -361,7 +361,7 @@ pub const SERVER_ROW: &str = "(server)";
 /// limits only. Shells are allowed (launchers such as `npx` and pyenv's shims are shell
 /// scripts); downloaders are not. Starting up may reach the network and listen (an HTTP
 /// server listens), and has no result or manifest entry of its own.
-fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
+pub(crate) fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
     const BASIS: &str = "the server's launch and shutdown (universal)";
     let mut anywhere_but = vec!["**".to_owned()];
     anywhere_but.extend(never_written(lab));

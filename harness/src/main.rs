@@ -274,12 +274,18 @@ struct CampaignMergeArgs {
 
 #[derive(Subcommand)]
 enum ContractCommand {
-    /// Write the contract a server's annotations imply, as TOML to edit before a probe.
+    /// Write the contract a probe derives for a server (by default from its declared hints
+    /// and its tools' intent, with the `(server)` row), as TOML to edit before a probe.
     Derive(DeriveArgs),
 }
 
 #[derive(Args)]
 struct DeriveArgs {
+    /// What the contract is derived from: `intent` (declared hints, the tools' words where
+    /// hints are absent, the universal limits), as a probe without `--contract` does, or
+    /// `annotations` alone.
+    #[arg(long, value_enum, default_value_t = DeriveFrom::Intent)]
+    from: DeriveFrom,
     /// Where to write it (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -352,6 +358,12 @@ struct FixtureArgs {
     /// The port to serve Streamable HTTP on (127.0.0.1, path /mcp); with `--transport http`.
     #[arg(long, required_if_eq("transport", "http"))]
     port: Option<u16>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DeriveFrom {
+    Intent,
+    Annotations,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -532,6 +544,10 @@ fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
     let mut options =
         ProbeOptions::new(Target::Stdio(host_relative(args.command)?), PathBuf::new());
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
+    options.derivation = match args.from {
+        DeriveFrom::Intent => vac_harness::probe::Derivation::Intent,
+        DeriveFrom::Annotations => vac_harness::probe::Derivation::Annotations,
+    };
     let text = runtime()?
         .block_on(vac_harness::probe::derive_contract(&options))
         .context("cannot derive a contract")?;

@@ -266,7 +266,15 @@ fn the_derived_contract_grades_like_the_annotations_it_came_from() {
     }
     let dir = tempfile::tempdir().unwrap();
     let derived = vac(&[
-        "contract", "derive", "--", VAC, "fixture", "--mode", "honest",
+        "contract",
+        "derive",
+        "--from",
+        "annotations",
+        "--",
+        VAC,
+        "fixture",
+        "--mode",
+        "honest",
     ]);
     let text = String::from_utf8(derived.stdout).unwrap();
     let with = probe(
@@ -277,6 +285,46 @@ fn the_derived_contract_grades_like_the_annotations_it_came_from() {
     assert_eq!(grid(&with.json), grid(&without.json));
     // Same bytes pre-registered either way.
     assert_eq!(with.json["contract"], without.json["contract"]);
+}
+
+/// `vac contract derive` writes what a probe without `--contract` derives, the `(server)`
+/// row included; probed with it as written, the dishonest twin's grid is the default one
+/// (a rendered intent contract was refused for naming a tool not in tools/list).
+#[test]
+fn the_derived_intent_contract_grades_like_the_default_mode() {
+    if !privileged("the_derived_intent_contract_grades_like_the_default_mode") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let derived = vac(&[
+        "contract",
+        "derive",
+        "--",
+        VAC,
+        "fixture",
+        "--mode",
+        "dishonest",
+    ]);
+    assert_eq!(
+        derived.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&derived.stderr)
+    );
+    let text = String::from_utf8(derived.stdout).unwrap();
+    assert!(text.contains("[tools.\"(server)\"]"), "{text}");
+    let with = probe(
+        &["--contract", &write(dir.path(), "derived.toml", &text)],
+        &fixture("dishonest"),
+    );
+    let default = probe(&[], &fixture("dishonest"));
+    assert_eq!(grid(&with.json), grid(&default.json));
+    assert!(
+        grid(&with.json)
+            .iter()
+            .any(|(tool, _, v)| tool == "(server)" && v != "skipped"),
+        "the launch is graded"
+    );
 }
 
 /// Two tools that promise `idempotentHint: true` and write a file: `save` rewrites the same

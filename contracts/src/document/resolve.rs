@@ -56,10 +56,13 @@ impl ContractDocument {
     /// `[defaults] from_annotations = false`, which makes every unwritten clause allow
     /// nothing. A tool the document names but the server lacks is an error.
     pub fn resolve(&self, tools: &[ToolDecl], lab: &LabPaths) -> Result<Contract, ContractError> {
+        // The server's own row (`(server)`, as an intent contract renders it): its launch,
+        // graded from the universal limits and whatever the document writes for it.
+        let row = crate::intent::server_row(tools);
         if let Some(unknown) = self
             .tools
             .iter()
-            .find(|t| !tools.iter().any(|decl| decl.name == t.name.value))
+            .find(|t| t.name.value != row && !tools.iter().any(|decl| decl.name == t.name.value))
         {
             return Err(ContractError::UnknownTool {
                 at: unknown.name.at.clone(),
@@ -91,6 +94,11 @@ impl ContractDocument {
             if let Some(doc) = self.tools.iter().find(|t| t.name.value == decl.name) {
                 self.apply(doc, &mut contract, scope.as_ref(), lab)?;
             }
+            resolved.push(contract);
+        }
+        if let Some(doc) = self.tools.iter().find(|t| t.name.value == row) {
+            let mut contract = crate::intent::server_contract(&row, lab);
+            self.apply(doc, &mut contract, scope.as_ref(), lab)?;
             resolved.push(contract);
         }
         Ok(Contract {
@@ -228,6 +236,32 @@ mod tests {
 
     fn at() -> Location {
         Location::at("c.toml", "", 0)
+    }
+
+    #[test]
+    fn the_server_row_resolves_after_the_tools_and_is_never_called() {
+        let tools: Vec<ToolDecl> =
+            serde_json::from_value(serde_json::json!([{"name": "echo", "inputSchema": {}}]))
+                .unwrap();
+        let text = "[server]\nname = \"s\"\n[tools.\"(server)\"]\n\"exec\" = [\"*\", \"!curl\"]\n";
+        let doc = ContractDocument::parse("c.toml", text).unwrap();
+        let contract = doc.resolve(&tools, &LabPaths::at("/lab/")).unwrap();
+        let names: Vec<&str> = contract.tools.iter().map(|t| t.tool.as_str()).collect();
+        assert_eq!(names, ["echo", "(server)"]);
+        let row = &contract.tools[1];
+        assert_eq!(row.call, Some(false));
+        let exec = row.rules.iter().find(|r| r.clause == Clause::Exec).unwrap();
+        assert_eq!(
+            exec.rule,
+            Rule::Restricted {
+                allowed: vec!["*".into(), "!curl".into()]
+            }
+        );
+        // A name that is neither a tool nor the row is still refused.
+        let text = "[server]\nname = \"s\"\n[tools.\"(server 2)\"]\n";
+        let doc = ContractDocument::parse("c.toml", text).unwrap();
+        let error = doc.resolve(&tools, &LabPaths::at("/lab/")).unwrap_err();
+        assert!(error.to_string().contains("(server 2)"), "{error}");
     }
 
     #[test]

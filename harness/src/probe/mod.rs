@@ -908,7 +908,11 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
             .map_or("the server returned no tools/list".into(), |f| f.detail);
         return Err(ProbeError::NoManifest { detail });
     };
-    Ok(render(&derive(&decls), &server_identity(&control)))
+    let lab = planted.record.lab_paths();
+    let (_, text) = options
+        .derivation
+        .derive(&decls, &lab, &server_identity(&control));
+    Ok(text)
 }
 
 /// The target's tools/list, every page, from a control run alone (no tool is called): what
