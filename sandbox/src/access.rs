@@ -52,6 +52,10 @@ pub struct AccessLog {
     pub accesses: Vec<Access>,
     /// Every access seen, kept or not.
     pub seen: u64,
+    /// Accesses whose file could not be named: the kernel opens it again when the event is
+    /// read, which fails for a `/proc/<pid>/…` file of a process that has exited since (a
+    /// short-lived `cat /proc/self/environ`).
+    pub unnamed: u64,
     /// Accesses past [`MAX_ACCESSES`], not kept.
     pub dropped: u64,
     /// The kernel's queue overflowed: accesses were lost unseen.
@@ -135,6 +139,11 @@ impl AccessSensor {
         })
     }
 
+    /// What the sensor has kept so far.
+    pub(crate) fn snapshot(&self) -> AccessLog {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Whether accesses wait unread in the kernel's queue.
     pub(crate) fn pending(&self) -> bool {
         crate::sys::queued_bytes(self.group.as_fd()).unwrap_or(1) > 0
@@ -204,18 +213,22 @@ fn read_group(
         };
         let at = started.elapsed();
         let mut seen = Vec::with_capacity(events.len());
-        let (mut overflowed, mut all) = (false, 0u64);
+        let (mut overflowed, mut all, mut unnamed) = (false, 0u64, 0u64);
         for event in &events {
             if event.mask().contains(MaskFlags::FAN_Q_OVERFLOW) {
                 overflowed = true;
                 continue;
             }
-            let Some(fd) = event.fd() else { continue };
+            let Some(fd) = event.fd() else {
+                unnamed += 1;
+                continue;
+            };
             if event.pid() == own {
                 continue;
             }
             let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
             let Ok(path) = std::fs::read_link(link) else {
+                unnamed += 1;
                 continue;
             };
             all += 1;
@@ -234,6 +247,7 @@ fn read_group(
         let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
         log.overflowed |= overflowed;
         log.seen += all;
+        log.unnamed += unnamed;
         for access in seen {
             if log.accesses.len() < MAX_ACCESSES {
                 log.accesses.push(access);

@@ -650,6 +650,10 @@ impl Running {
     pub fn dialer(&self) -> Result<crate::net::NamespaceDialer, crate::net::DialError> {
         crate::net::NamespaceDialer::open(std::path::Path::new("/proc"), self.init_pid.as_raw())
     }
+    /// What the access sensor has kept so far; `None` when it is not running.
+    pub fn accesses(&self) -> Option<AccessLog> {
+        self.guard.accesses.as_ref().map(AccessSensor::snapshot)
+    }
     /// What the process sensor has seen so far; `None` when it is off.
     pub fn processes(&self) -> Option<ProcessLog> {
         self.guard.procs.as_ref().map(ProcSensor::snapshot)

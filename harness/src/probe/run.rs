@@ -568,8 +568,9 @@ fn accesses(
     let reading = match (log.incomplete(), marker) {
         (Some(reason), _) => Err(format!("reads outside the lab: {reason}")),
         (None, Some(marker)) if log.saw(marker, true) => Ok(format!(
-            "marker close seen by the access sensor ({} files closed, {} in places never read)",
+            "marker close seen by the access sensor ({} files closed, {} unnamed, {} in places never read)",
             log.seen,
+            log.unnamed,
             reads.len()
         )),
         (None, _) => {
