@@ -676,7 +676,9 @@ fn plan_probe(
                 .any(|t| t.tool == decl.name && t.call != Some(false))
         })
         .filter_map(|(ordinal, decl)| {
-            let mut calls = plan_tool(&decl.name, &decl.input_schema, &plants, 1, false);
+            let schema =
+                plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
+            let mut calls = plan_tool(&decl.name, &schema, &plants, 1, false);
             plan::apply_hints(&mut calls, &hints_of(&decl.name));
             calls.into_iter().next().map(|call| (ordinal, call))
         })
@@ -714,9 +716,10 @@ fn plan_probe(
             continue;
         }
         let repeat = restricted(Some(Clause::Idempotent));
+        let schema = plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
         let mut calls = plan_tool(
             &decl.name,
-            &decl.input_schema,
+            &schema,
             &plants,
             options.max_calls_per_tool,
             repeat,

@@ -721,6 +721,61 @@ fn described_values(description: &str) -> Vec<String> {
     parenthesised_values(description)
 }
 
+/// `schema` with what the tool's own `description` (its docstring, often) says of each
+/// top-level field's values — "target: one of email_service, cloud_storage", "`format`
+/// is either json or text" — added to that field's description, where the field's own
+/// says nothing of them: the values are then tried as a described field's are. A line or
+/// sentence of the tool's description counts for the first field it names.
+pub(crate) fn with_tool_description(schema: &Value, description: Option<&str>) -> Value {
+    let mut schema = schema.clone();
+    let (Some(description), Some(properties)) = (
+        description,
+        schema.get_mut("properties").and_then(Value::as_object_mut),
+    ) else {
+        return schema;
+    };
+    let pieces = description
+        .split(['\n', ';'])
+        .flat_map(|line| line.split(". "))
+        .map(str::trim);
+    for piece in pieces {
+        let named = properties
+            .iter_mut()
+            .filter_map(|(name, property)| {
+                let at = whole_word(piece, name)?;
+                Some((at, property, &piece[at + name.len()..]))
+            })
+            .min_by_key(|(at, _, _)| *at);
+        let Some((_, property, rest)) = named else {
+            continue;
+        };
+        let own = property.get("description").and_then(Value::as_str);
+        if own.is_some_and(|own| !described_values(own).is_empty())
+            || described_values(rest).is_empty()
+        {
+            continue;
+        }
+        let joined = match own {
+            Some(own) => format!("{own} (tool: {rest})"),
+            None => format!("(tool: {rest})"),
+        };
+        if let Some(object) = property.as_object_mut() {
+            object.insert("description".into(), Value::String(joined));
+        }
+    }
+    schema
+}
+
+/// Where `word` stands in `text` as a whole word (not inside a longer name), if it does.
+fn whole_word(text: &str, word: &str) -> Option<usize> {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).map(|(at, _)| at).find(|&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(part) && !after.is_some_and(part)
+    })
+}
+
 /// Values a description names each in quotes inside parentheses, as "local branches
 /// ('local'), remote branches ('remote') or all ('all')": at least two, in order.
 fn parenthesised_values(description: &str) -> Vec<String> {
@@ -1300,6 +1355,30 @@ mod tests {
         for (description, expected) in cases {
             assert_eq!(described_values(description), *expected, "{description}");
         }
+        let schema = json!({"type": "object", "required": ["target"], "properties": {
+            "target": {"type": "string"}, "text": {"type": "string"},
+            "mode": {"type": "string", "description": "One of: fast, slow"}}});
+        let docstring = "Sends the text somewhere.\n\nArgs:\n    target: one of email_service, cloud_storage\n    mode: either json or text\n    text: the text, either way";
+        let told = with_tool_description(&schema, Some(docstring));
+        let target = told["properties"]["target"]["description"]
+            .as_str()
+            .unwrap();
+        assert_eq!(described_values(target), ["email_service", "cloud_storage"]);
+        // A field whose own description lists values keeps them; prose lists nothing.
+        assert_eq!(
+            told["properties"]["mode"]["description"],
+            "One of: fast, slow"
+        );
+        assert!(told["properties"]["text"].get("description").is_none());
+        let calls = plan_tool("send", &told, &plants(), 8, false);
+        let targets: Vec<&Value> = calls
+            .iter()
+            .filter_map(|c| c.arguments.get("target"))
+            .collect();
+        assert!(targets.contains(&&json!("email_service")), "{targets:?}");
+        assert!(targets.contains(&&json!("cloud_storage")), "{targets:?}");
+        // A name inside a longer one is not the field.
+        assert_eq!(whole_word("retarget: one of a, b", "target"), None);
         let schema = json!({"type": "object", "required": ["service", "note"], "properties": {
             "service": {"type": "string", "description": "Where to send it, one of: email_service, cloud_storage"},
             "note": {"type": "string", "description": "Free text."}}});
