@@ -99,7 +99,8 @@ pub enum CompletenessError {
 /// needs no call); a forbidden effect owned by the tool ⇒ confirmed, whatever else went
 /// wrong, since the evidence stands. An effect is owned through the call it is attributed
 /// to (in or after its window), a `ManifestChanged` by the tool it names; for `idempotent`
-/// only effects of repeated calls count, and for `fs.read` a canary read is forbidden
+/// only effects of repeated calls count; for `fs.read` a read of a canary or of a
+/// never-read place, and for `net.egress` traffic that carries a secret, are forbidden
 /// whatever the allow list says. Then a run error of the tool or of the whole run ⇒ errored (the first names the reason, all
 /// are evidence); a backing sensor blind, failed or without a self-test ⇒ errored
 /// `sensor_failed`, absent ⇒ skipped `capability_absent`, unless every backing sensor is
@@ -426,10 +427,27 @@ impl Context<'_> {
             }
         }
         let secret = spec.canaries
-            && (self.obs.canaries.contains(&effect.path)
-                || crate::places::never_read(&effect.path).is_some());
+            && match effect.class {
+                EffectClass::Read => {
+                    self.obs.canaries.contains(&effect.path)
+                        || crate::places::never_read(&effect.path).is_some()
+                }
+                _ => carries_secret(effect),
+            };
         secret || rule.allows(&effect.path) == Some(false)
     }
+}
+
+/// Whether traffic carries a secret: the harness lists the planted tokens it found in the
+/// bytes sent (`canaries`) and real secrets' formats (`credentials`) in the effect's detail.
+fn carries_secret(effect: &Effect) -> bool {
+    ["canaries", "credentials"].iter().any(|key| {
+        effect
+            .detail
+            .get(key)
+            .and_then(Value::as_array)
+            .is_some_and(|found| !found.is_empty())
+    })
 }
 
 fn skipped(reason: SkipReason, evidence: Value) -> Verdict {

@@ -27,7 +27,9 @@ pub(crate) struct ClauseSpec {
     pub(crate) patterns: PatternKind,
     /// Which calls of the tool the clause grades.
     pub(crate) subject: Subject,
-    /// Whether a canary path is forbidden even when the allow list matches it.
+    /// Whether a secret is forbidden even when the allow list matches it: for `fs.read` a
+    /// read of a canary or of a never-read place, for `net.egress` traffic that carries a
+    /// planted token or a real secret's format.
     pub(crate) canaries: bool,
 }
 
@@ -101,7 +103,7 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
         restricts: |e| e.class.is_egress(),
         patterns: PatternKind::Endpoints,
         subject: Subject::Calls,
-        canaries: false,
+        canaries: true,
     },
     ClauseSpec {
         clause: Clause::NetListen,

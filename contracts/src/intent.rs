@@ -380,6 +380,10 @@ pub(crate) fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
                 Clause::Exec => Rule::Restricted {
                     allowed: programs.clone(),
                 },
+                // Any host, but no secret may leave ([`secrets_stay`]).
+                Clause::NetEgress => Rule::Restricted {
+                    allowed: vec!["*".to_owned()],
+                },
                 _ => Rule::NothingPromised,
             };
             ClauseRule {
@@ -421,9 +425,12 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
                 Clause::Exec => exec_rule(&declared, a.read_only_hint().declared, &words),
                 Clause::NetEgress if !a.open_world_hint().declared => {
                     match words.says(REACHES, "the network") {
-                        Said::Yes(why) => (Rule::NothingPromised, format!("intent: {why}")),
+                        Said::Yes(why) => secrets_stay(format!("intent: {why}")),
                         Said::No(why) => (Rule::nowhere(), format!("intent: {why}")),
                     }
+                }
+                Clause::NetEgress if declared.rule == Rule::NothingPromised => {
+                    secrets_stay(declared.basis)
                 }
                 Clause::NetListen if !a.read_only_hint().declared => {
                     match words.says(LISTENS, "listening") {
@@ -446,6 +453,20 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
         rules,
     }
 }
+
+/// `net.egress` for a tool that may reach the network: any host, but no secret may leave
+/// (the grader forbids traffic that carries one whatever the allow list says).
+fn secrets_stay(basis: String) -> (Rule, String) {
+    (
+        Rule::Restricted {
+            allowed: vec!["*".to_owned()],
+        },
+        format!("{basis}; {UNIVERSAL_EGRESS}"),
+    )
+}
+
+/// What the universal limit on egress says, in a basis.
+const UNIVERSAL_EGRESS: &str = "no secret sent (universal)";
 
 /// `fs.write` or `fs.delete`: a declared restriction stands; what forbids nothing, by
 /// declaration or by intent, keeps the universal limits; no word for it leaves scratch.
@@ -688,7 +709,7 @@ mod tests {
             c.rule("get_weather", Clause::NetEgress)
                 .unwrap()
                 .allows("x:443"),
-            None
+            Some(true)
         );
         let c = compiled(tool(json!({
             "name": "summarise", "inputSchema": {"properties": {"pageUrl": {"type": "string"}}}
@@ -697,7 +718,7 @@ mod tests {
             c.rule("summarise", Clause::NetEgress)
                 .unwrap()
                 .allows("x:443"),
-            None
+            Some(true)
         );
         assert_eq!(
             allows(&c, "summarise", Clause::Exec, "/usr/bin/curl"),
@@ -723,7 +744,8 @@ mod tests {
         let c = compiled(tool(json!({
             "name": "calculate", "annotations": {"readOnlyHint": false, "openWorldHint": true}
         })));
-        // Declared: may write anywhere but credential places, may reach the network.
+        // Declared: may write anywhere but credential places, may reach any host (a secret
+        // sent is the grader's to forbid).
         assert_eq!(
             allows(&c, "calculate", Clause::FsWrite, "/lab/work/x"),
             Some(true)
@@ -745,7 +767,7 @@ mod tests {
             c.rule("calculate", Clause::NetEgress)
                 .unwrap()
                 .allows("x:443"),
-            None
+            Some(true)
         );
         assert_eq!(
             allows(&c, "calculate", Clause::Exec, "/bin/sh"),
@@ -781,7 +803,10 @@ mod tests {
                 .basis
                 .clone()
         };
-        assert_eq!(basis(Clause::NetEgress), "intent: name says \"lookup\"");
+        assert_eq!(
+            basis(Clause::NetEgress),
+            "intent: name says \"lookup\"; no secret sent (universal)"
+        );
         assert!(
             basis(Clause::FsWrite).starts_with("intent: no word for writing"),
             "{}",
