@@ -7,6 +7,31 @@ use crate::tool::{Annotations, ToolDecl};
 
 /// The basis of rules every tool gets unless a contract document switches them off.
 pub(crate) const EVERY_TOOL: &str = "on for every tool (SPEC §3.6)";
+/// What a rule's basis (its `basis` text, as this crate writes it) rests on, for reports:
+/// `intent` (the tool's words: an intent contract where a hint is absent), `declared` (a
+/// hint the server wrote), `default` (the MCP specification's default for a hint the server
+/// left out), `universal` (a limit on every tool, the server's own row included) or
+/// `contract` (a line of a written contract document).
+pub fn rests_on(basis: &str) -> &'static str {
+    const HINTS: [&str; 4] = [
+        "readOnlyHint: ",
+        "destructiveHint: ",
+        "idempotentHint: ",
+        "openWorldHint: ",
+    ];
+    if basis.starts_with("intent: ") {
+        "intent"
+    } else if HINTS.iter().any(|hint| basis.starts_with(hint)) {
+        "declared"
+    } else if basis.contains(" absent (default ") {
+        "default"
+    } else if basis == EVERY_TOOL || basis == NO_SCOPE || basis.ends_with("(universal)") {
+        "universal"
+    } else {
+        "contract"
+    }
+}
+
 /// The basis of the `fs.read` rule when no scope is declared.
 pub(crate) const NO_SCOPE: &str = "no scope declared: canary reads only";
 

@@ -787,6 +787,34 @@ mod tests {
     }
 
     #[test]
+    fn every_basis_says_what_it_rests_on() {
+        let lab = LabPaths::at("/lab");
+        let declared = tool(json!({"name": "lookup", "annotations": {"readOnlyHint": true}}));
+        let bare = tool(json!({"name": "lookup", "description": "Looks up a word"}));
+        let rests = |contract: &Contract, clause: Clause| {
+            let rule = contract.tools[0].rules.iter().find(|r| r.clause == clause);
+            crate::rests_on(&rule.unwrap().basis)
+        };
+        let by_hints = crate::derive(std::slice::from_ref(&declared));
+        assert_eq!(rests(&by_hints, Clause::FsWrite), "declared");
+        assert_eq!(rests(&by_hints, Clause::Idempotent), "default");
+        assert_eq!(rests(&by_hints, Clause::ResultSecrets), "universal");
+        assert_eq!(rests(&by_hints, Clause::FsRead), "universal");
+        let by_intent = derive_intent(&[bare], &lab);
+        assert_eq!(rests(&by_intent, Clause::NetEgress), "intent");
+        assert_eq!(rests(&by_intent, Clause::FsWrite), "intent");
+        assert_eq!(rests(&by_intent, Clause::Exec), "intent");
+        let row = &by_intent.tools[1];
+        assert!(
+            row.rules
+                .iter()
+                .filter(|r| r.rule != Rule::NothingPromised)
+                .all(|r| crate::rests_on(&r.basis) == "universal")
+        );
+        assert_eq!(crate::rests_on("servers.toml:4:1"), "contract");
+    }
+
+    #[test]
     fn the_basis_names_the_word_or_its_absence() {
         let contract = derive_intent(
             &[tool(

@@ -35,7 +35,7 @@ mod verdict;
 pub use clause::{Clause, UnknownClause};
 pub use compile::{CompileError, CompiledContract};
 pub use contract::{ClauseRule, Contract, Rule, ServerIdentity, ToolContract};
-pub use derive::derive;
+pub use derive::{derive, rests_on};
 pub use document::{ContractDocument, ContractError, LabPaths, Location, render, render_intent};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
 pub use graded::graded_clauses;

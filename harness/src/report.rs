@@ -41,11 +41,17 @@ pub fn head(report: &ProbeReport) -> Value {
 }
 
 /// The document's `verdicts`, one object per tool × clause (`tool`, `clause`, `verdict`,
-/// `reason`, `evidence`, the contract and the tool's isolation), built one at a time.
+/// `reason`, `evidence`, the contract, what the rule rests on and the tool's isolation),
+/// built one at a time.
 pub fn cells(report: &ProbeReport) -> impl Iterator<Item = Value> + '_ {
     report.grades.iter().flat_map(|g| &g.cells).map(|cell| {
         let mut value = cell.to_json();
         value["contract"] = json!(report.contract);
+        // Whether the cell rests on a declared hint, the tool's intent, a universal limit,
+        // the spec's default or a written contract (CONTRACTS.md).
+        if let Some(basis) = value["evidence"]["basis"].as_str() {
+            value["rests_on"] = json!(vac_contracts::rests_on(basis));
+        }
         if let Some(isolated) = report.isolation.get(&cell.tool) {
             value["isolation"] = isolated.clone();
         }

@@ -115,6 +115,15 @@ fn every_unannotated_fixture_confirms_exactly_its_ground_truth_in_default_mode()
                 server.file, server.behaviour
             ));
         }
+        // Nothing here rests on a declared hint: the fixtures declare none. Every graded
+        // cell says what it rests on instead.
+        for cell in probe.json["verdicts"].as_array().unwrap() {
+            let graded = ["confirmed", "refuted"].contains(&cell["verdict"].as_str().unwrap());
+            let rests = cell["rests_on"].as_str();
+            if graded && !matches!(rests, Some("intent" | "universal" | "default")) {
+                wrong.push(format!("{}: a cell rests on {rests:?}: {cell}", server.file));
+            }
+        }
         // The universal clauses are never `nothing_promised`: only listening, which a
         // tool's own words may allow, and `idempotent` can be (the network may be any
         // host, but no secret may leave).
