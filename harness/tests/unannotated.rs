@@ -121,7 +121,10 @@ fn every_unannotated_fixture_confirms_exactly_its_ground_truth_in_default_mode()
             let graded = ["confirmed", "refuted"].contains(&cell["verdict"].as_str().unwrap());
             let rests = cell["rests_on"].as_str();
             if graded && !matches!(rests, Some("intent" | "universal" | "default")) {
-                wrong.push(format!("{}: a cell rests on {rests:?}: {cell}", server.file));
+                wrong.push(format!(
+                    "{}: a cell rests on {rests:?}: {cell}",
+                    server.file
+                ));
             }
         }
         // The universal clauses are never `nothing_promised`: only listening, which a

@@ -403,9 +403,26 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         options: &options,
         dir,
     };
-    subject_runs(runs, first, control, &mut record).await?;
-    let relaunches = plan.runs.iter().filter(|r| r.role == Role::Relaunch);
-    relaunch(relaunches, &options, &planted, dir, &mut record).await?;
+    // The relaunches start as soon as the control run ends, beside the subject runs; they
+    // are recorded after them, in plan order.
+    let relaunches: Vec<PlannedRun> = plan
+        .runs
+        .iter()
+        .filter(|r| r.role == Role::Relaunch)
+        .cloned()
+        .collect();
+    let mut chain = None;
+    let mut after_control = |control: &RunOutput| {
+        if !relaunches.is_empty() {
+            chain = Some(relaunch(relaunches.clone(), &options, &planted, control));
+        }
+    };
+    subject_runs(runs, first, control, &mut record, &mut after_control).await?;
+    if let Some(chain) = chain {
+        for (planned, output) in chain.join().await? {
+            record(Some(&planned), &output)?;
+        }
+    }
     // One grading path: the verdicts come from the receipts as written, never from memory.
     // The records read for grading are dropped before the report reads them again.
     {
@@ -442,6 +459,7 @@ async fn subject_runs(
     first: Vec<&PlannedRun>,
     control: AbortOnDrop<Result<RunOutput, vac_sandbox::SandboxError>>,
     record: &mut impl FnMut(Option<&PlannedRun>, &RunOutput) -> Result<(), ProbeError>,
+    after_control: &mut impl FnMut(&RunOutput),
 ) -> Result<(), ProbeError> {
     let Runs {
         server,
@@ -485,7 +503,9 @@ async fn subject_runs(
             started.push_back((planned, start(planned)));
         }
         if let Some(control) = control.take() {
-            record(None, &control.join().await?)?;
+            let output = control.join().await?;
+            record(None, &output)?;
+            after_control(&output);
         }
         let Some((planned, task)) = started.pop_front() else {
             return Ok(());
@@ -502,42 +522,35 @@ async fn subject_runs(
 
 /// Starts the server again for each planned relaunch, no tool called, on the lab as the
 /// launches before left it: the control's files in the lab, then each relaunch's, planted
-/// into the next one's lab (what the earlier launches wrote, read back from the receipts).
-/// A file whose content was not kept (over the probe's content budget) is not carried, and
-/// the run's record says which were.
-async fn relaunch(
-    planned: impl Iterator<Item = &PlannedRun>,
+/// into the next one's lab. A file whose content was not kept (over the probe's content
+/// budget) is not carried. One task runs the chain, beside the subject runs.
+fn relaunch(
+    planned: Vec<PlannedRun>,
     options: &ProbeOptions,
     planted: &plants::Planted,
-    dir: &std::path::Path,
-    record: &mut impl FnMut(Option<&PlannedRun>, &RunOutput) -> Result<(), ProbeError>,
-) -> Result<(), ProbeError> {
-    let mut planned = planned.peekable();
-    if planned.peek().is_none() {
-        return Ok(());
-    }
-    let recorded = replay::read_runs(dir, |_, start| start.role == vac_receipts::Role::Control)?;
-    let Some(control) = recorded.runs.into_iter().find(|r| r.role == Role::Control) else {
-        return Ok(());
-    };
+    control: &RunOutput,
+) -> AbortOnDrop<Result<Vec<(PlannedRun, RunOutput)>, ProbeError>> {
     let mut carried: std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> = Default::default();
-    let mut last = control;
-    for run in planned {
-        carry(&mut carried, &last, &planted.record.root);
-        let mut next = planted.clone();
-        for (path, bytes) in &carried {
-            next.lab = next.lab.plant_with_mode(path, bytes.clone(), 0o600);
+    carry(&mut carried, control, &planted.record.root);
+    let (options, planted) = (options.clone(), planted.clone());
+    AbortOnDrop(tokio::spawn(async move {
+        let mut outputs = Vec::with_capacity(planned.len());
+        for run in planned {
+            let mut next = planted.clone();
+            for (path, bytes) in &carried {
+                next.lab = next.lab.plant_with_mode(path, bytes.clone(), 0o600);
+            }
+            let server = server(&options, &next)?;
+            let content = effects::ContentBudget::default();
+            let mut plan = control_plan(options.quiet, &options.client, &content);
+            plan.role = Role::Relaunch;
+            plan.first_index = run.first_index;
+            let output = run::execute(&server, plan).await?;
+            carry(&mut carried, &output, &planted.record.root);
+            outputs.push((run, output));
         }
-        let server = server(options, &next)?;
-        let content = effects::ContentBudget::default();
-        let mut plan = control_plan(options.quiet, &options.client, &content);
-        plan.role = Role::Relaunch;
-        plan.first_index = run.first_index;
-        let output = run::execute(&server, plan).await?;
-        record(Some(run), &output)?;
-        last = output;
-    }
-    Ok(())
+        Ok(outputs)
+    }))
 }
 
 /// Adds the lab files `run` left (created or modified, with their content kept) to
