@@ -491,6 +491,20 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
         init["params"]["capabilities"]["sampling"].is_object(),
         "{init}"
     );
+    // The second request of the session is answered with the reply and its own text
+    // echoed back.
+    let outcome = session
+        .call_tool("sample", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    assert_eq!(
+        answer["result"]["content"]["text"], "the planted reply\n\nhi",
+        "{answer}"
+    );
 
     let (_child, _log, session) = connect(&["normal"], short_timeouts()).await;
     let mut session = session.expect("connects");

@@ -197,10 +197,48 @@ const SAMPLING_MODEL: &str = "claude-sonnet-4-5";
 
 /// What vac answers the server's requests with: `ping` and `roots/list` (no roots) as any
 /// client; `sampling/createMessage` with one fixed, recorded reply when sampling is offered,
-/// so what a server does with a model's answer is observed; elicitation declined.
+/// so what a server does with a model's answer is observed — every second request of a
+/// session with that reply and then the request's own text echoed back, as a model that
+/// repeats what it is asked would (a server that has the model repeat a secret gets it
+/// back, and where it sends it next is seen); elicitation declined.
 pub(super) struct Client {
     config: ClientConfig,
     sampling_reply: Option<String>,
+    sampled: std::sync::atomic::AtomicUsize,
+}
+
+/// The most bytes of a sampling request echoed back.
+const ECHO_CAP: usize = 4096;
+
+/// The text of a sampling request's messages, in order, cut at [`ECHO_CAP`] bytes on a
+/// character boundary.
+fn echo(params: &CreateMessageRequestParams) -> String {
+    fn texts(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(text)) = map.get("text") {
+                    out.push(text.clone());
+                }
+                map.values().for_each(|v| texts(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| texts(v, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    texts(
+        &serde_json::to_value(&params.messages).unwrap_or(Value::Null),
+        &mut found,
+    );
+    let mut echoed = found.join("\n");
+    if echoed.len() > ECHO_CAP {
+        let mut end = ECHO_CAP;
+        while !echoed.is_char_boundary(end) {
+            end -= 1;
+        }
+        echoed.truncate(end);
+    }
+    echoed
 }
 
 impl Client {
@@ -215,6 +253,7 @@ impl Client {
         Self {
             config,
             sampling_reply: options.sampling_reply.clone(),
+            sampled: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -226,12 +265,19 @@ impl ClientHandler for Client {
 
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         match &self.sampling_reply {
             Some(reply) => {
-                let message = SamplingMessage::assistant_text(reply.clone());
+                let nth = self
+                    .sampled
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let text = match nth % 2 {
+                    0 => reply.clone(),
+                    _ => format!("{reply}\n\n{}", echo(&params)),
+                };
+                let message = SamplingMessage::assistant_text(text);
                 let mut result = CreateMessageResult::new(message, SAMPLING_MODEL.to_owned());
                 result.stop_reason = Some(CreateMessageResult::STOP_REASON_END_TURN.to_owned());
                 Ok(result)
