@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio::process::{Child, Command};
 use vac_harness::client::{
-    CallError, ClientError, ClientOptions, Direction, Frame, FrameLog, McpSession, ServerStreams,
+    CallError, CallOutcome, ClientError, ClientOptions, Direction, Frame, FrameLog, McpSession,
+    ServerStreams,
 };
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake/mcp_server.py");
@@ -455,6 +456,20 @@ async fn requests_whose_answers_the_server_never_reads_end_as_a_flood() {
     assert!((65..1024).contains(&asked), "{asked} requests read");
 }
 
+/// Calls the fake server's `sample` tool: the call's outcome and the client's answer to
+/// its sampling request, which the tool returns as its text.
+async fn sample(session: &mut McpSession) -> (CallOutcome, Value) {
+    let outcome = session
+        .call_tool("sample", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    (outcome, answer)
+}
+
 /// `sampling/createMessage` is answered with the configured reply, and the request is in
 /// the call's outcome (what the server wanted the model to read); without a reply, sampling
 /// is not offered and the request gets "method not found".
@@ -466,14 +481,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     };
     let (_child, log, session) = connect(&["normal"], options).await;
     let mut session = session.expect("connects");
-    let outcome = session
-        .call_tool("sample", Map::new())
-        .await
-        .expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap();
-    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    let (outcome, answer) = sample(&mut session).await;
     assert_eq!(answer["id"], "sample-1");
     assert_eq!(answer["result"]["content"]["text"], "the planted reply");
     assert_eq!(answer["result"]["role"], "assistant");
@@ -493,14 +501,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     );
     // The second request of the session is answered with the reply and its own text
     // echoed back.
-    let outcome = session
-        .call_tool("sample", Map::new())
-        .await
-        .expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap();
-    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    let (_, answer) = sample(&mut session).await;
     assert_eq!(
         answer["result"]["content"]["text"], "the planted reply\n\nhi",
         "{answer}"
@@ -508,14 +509,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
 
     let (_child, _log, session) = connect(&["normal"], short_timeouts()).await;
     let mut session = session.expect("connects");
-    let outcome = session
-        .call_tool("sample", Map::new())
-        .await
-        .expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap();
-    let answer: Value = serde_json::from_str(text).unwrap();
+    let (outcome, answer) = sample(&mut session).await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
     assert_eq!(outcome.asked.len(), 1, "the request is kept either way");
 }

@@ -69,12 +69,8 @@ fn a_scoped_contract_confirms_the_search_docs_escape_and_clears_the_honest_twin(
     );
 }
 
-#[test]
-fn allowing_the_audit_log_turns_only_that_cell_refuted() {
-    if !privileged("allowing_the_audit_log_turns_only_that_cell_refuted") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+/// The contract `vac contract derive` writes for the dishonest twin.
+fn derive_dishonest() -> String {
     let derived = vac(&[
         "contract",
         "derive",
@@ -90,7 +86,16 @@ fn allowing_the_audit_log_turns_only_that_cell_refuted() {
         "{}",
         String::from_utf8_lossy(&derived.stderr)
     );
-    let derived = String::from_utf8(derived.stdout).unwrap();
+    String::from_utf8(derived.stdout).unwrap()
+}
+
+#[test]
+fn allowing_the_audit_log_turns_only_that_cell_refuted() {
+    if !privileged("allowing_the_audit_log_turns_only_that_cell_refuted") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let derived = derive_dishonest();
     // The researcher edits one line: read_note may append to its audit log.
     let section = derived
         .find("[tools.\"read_note\"]")
@@ -296,22 +301,7 @@ fn the_derived_intent_contract_grades_like_the_default_mode() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let derived = vac(&[
-        "contract",
-        "derive",
-        "--",
-        VAC,
-        "fixture",
-        "--mode",
-        "dishonest",
-    ]);
-    assert_eq!(
-        derived.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&derived.stderr)
-    );
-    let text = String::from_utf8(derived.stdout).unwrap();
+    let text = derive_dishonest();
     assert!(text.contains("[tools.\"(server)\"]"), "{text}");
     let with = probe(
         &["--contract", &write(dir.path(), "derived.toml", &text)],
