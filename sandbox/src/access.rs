@@ -96,6 +96,8 @@ pub(crate) struct AccessSensor {
     group: Arc<Fanotify>,
     stop: Arc<AtomicBool>,
     log: Arc<Mutex<AccessLog>>,
+    /// Told each time the reader has added to the log.
+    grew: Arc<tokio::sync::Notify>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -123,16 +125,20 @@ impl AccessSensor {
         let log = Arc::new(Mutex::new(AccessLog::default()));
         let reader = Arc::clone(&group);
         let (reader_stop, reader_log) = (Arc::clone(&stop), Arc::clone(&log));
+        let grew = Arc::new(tokio::sync::Notify::new());
+        let reader_grew = Arc::clone(&grew);
         let prefix = std::fs::read_link(host_root).unwrap_or_else(|_| PathBuf::from("/"));
         let thread = std::thread::Builder::new()
             .name("vac-access".into())
             .spawn(move || {
                 let keep = |path: &Path| path == marker || filter(path);
-                read_group(&reader, &prefix, started, keep, &reader_stop, &reader_log)
+                let log = (&*reader_log, &*reader_grew);
+                read_group(&reader, &prefix, started, keep, &reader_stop, log)
             })
             .map_err(|e| io_errno(&e))?;
         Ok(AccessSensor {
             group,
+            grew,
             stop,
             log,
             thread: Some(thread),
@@ -142,6 +148,11 @@ impl AccessSensor {
     /// What the sensor has kept so far.
     pub(crate) fn snapshot(&self) -> AccessLog {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// What is told each time the log grows: a waiter for an access need not poll.
+    pub(crate) fn grew(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.grew)
     }
 
     /// Whether accesses wait unread in the kernel's queue.
@@ -183,7 +194,7 @@ fn read_group(
     started: Instant,
     keep: impl Fn(&Path) -> bool,
     stop: &AtomicBool,
-    log: &Mutex<AccessLog>,
+    (log, grew): (&Mutex<AccessLog>, &tokio::sync::Notify),
 ) {
     let own = std::process::id() as i32;
     loop {
@@ -255,6 +266,8 @@ fn read_group(
                 log.dropped += 1;
             }
         }
+        drop(log);
+        grew.notify_waiters();
     }
 }
 

@@ -654,6 +654,11 @@ impl Running {
     pub fn accesses(&self) -> Option<AccessLog> {
         self.guard.accesses.as_ref().map(AccessSensor::snapshot)
     }
+    /// Told each time the access sensor's log grows (`None` when it is not running): what
+    /// a caller waiting for an access awaits, between looks at [`Running::accesses`].
+    pub fn accesses_grew(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.guard.accesses.as_ref().map(AccessSensor::grew)
+    }
     /// What the process sensor has seen so far; `None` when it is off.
     pub fn processes(&self) -> Option<ProcessLog> {
         self.guard.procs.as_ref().map(ProcSensor::snapshot)

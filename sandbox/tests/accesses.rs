@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use vac_sandbox::{Access, Lab, MAX_ACCESSES, Sandbox, Termination};
@@ -26,16 +26,17 @@ async fn reads_outside_the_lab_are_seen_with_the_marker_and_nothing_of_the_host(
     let stdin = running.take_stdin();
     let _ = std::fs::read(host_file.path()).unwrap();
     let environ = |a: &Access| a.path.starts_with("/proc") && a.path.ends_with("environ");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !running
-        .accesses()
-        .expect("the access sensor runs")
-        .accesses
-        .iter()
-        .any(environ)
-    {
-        assert!(Instant::now() < deadline, "{:?}", running.accesses());
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let grew = running.accesses_grew().expect("the access sensor runs");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        // Registered before the look, so that growth between the two is not missed.
+        let next = grew.notified();
+        let log = running.accesses().expect("the access sensor runs");
+        if log.accesses.iter().any(environ) {
+            break;
+        }
+        let waited = tokio::time::timeout_at(deadline, next).await;
+        assert!(waited.is_ok(), "no read of /proc/self/environ: {log:?}");
     }
     drop(stdin);
     let (out, err, stopped) = run_to_end(running).await;
