@@ -147,6 +147,50 @@ const RUNS: &[&str] = &[
     "cli",
 ];
 
+/// Words that say a tool reads files: a tool without one may read only scratch places of
+/// the lab (its temporary files and caches). No word is needed for the rest of the
+/// sandbox: the read sensor sees the lab and the never-read places, not a server's own
+/// installation.
+const READS: &[&str] = &[
+    "read",
+    "file",
+    "filename",
+    "path",
+    "dir",
+    "directory",
+    "directories",
+    "folder",
+    "open",
+    "load",
+    "view",
+    "document",
+    "doc",
+    "note",
+    "repo",
+    "repository",
+    "git",
+    "source",
+    "code",
+    "grep",
+    "search",
+    "find",
+    "glob",
+    "tree",
+    "workspace",
+    "project",
+    "config",
+    "import",
+    "parse",
+    "csv",
+    "json",
+    "pdf",
+    "image",
+    "spreadsheet",
+    "database",
+    "sqlite",
+    "attachment",
+];
+
 /// Words that give a tool a reason to run a downloader.
 const DOWNLOADS: &[&str] = &[
     "download", "fetch", "curl", "wget", "http", "https", "url", "uri", "web", "transfer", "ssh",
@@ -421,6 +465,17 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
                         words.says(DESTROYS, "overwriting"),
                         lab,
                     )
+                }
+                Clause::FsRead if declared.basis == derive::NO_SCOPE => {
+                    match words.says(READS, "reading files") {
+                        Said::Yes(_) => (declared.rule, declared.basis),
+                        Said::No(why) => (
+                            Rule::Restricted {
+                                allowed: scratch(lab),
+                            },
+                            format!("intent: {why}; temporary files and caches only"),
+                        ),
+                    }
                 }
                 Clause::Exec => exec_rule(&declared, a.read_only_hint().declared, &words),
                 Clause::NetEgress if !a.open_world_hint().declared => {
@@ -698,6 +753,61 @@ mod tests {
             allows(&c, "calculate", Clause::NetListen, "0.0.0.0:80"),
             Some(false)
         );
+    }
+
+    #[test]
+    fn a_tool_with_no_word_for_files_reads_scratch_only_and_a_file_tool_anything_but_canaries() {
+        let weather = compiled(tool(json!({"name": "get_weather",
+            "description": "Current weather for a city",
+            "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})));
+        let read =
+            |c: &CompiledContract, tool: &str, path: &str| allows(c, tool, Clause::FsRead, path);
+        assert_eq!(
+            read(&weather, "get_weather", "/lab/work/notes/plan.md"),
+            Some(false)
+        );
+        assert_eq!(
+            read(&weather, "get_weather", "/lab/home/.gitconfig"),
+            Some(false)
+        );
+        assert_eq!(
+            read(&weather, "get_weather", "/lab/tmp/cache.json"),
+            Some(true)
+        );
+        assert_eq!(
+            read(&weather, "get_weather", "/lab/home/.cache/w/x"),
+            Some(true)
+        );
+        let rule = weather.rule("get_weather", Clause::FsRead).unwrap();
+        assert_eq!(
+            rule.basis,
+            "intent: no word for reading files in name, description or schema; temporary files and caches only"
+        );
+        assert_eq!(crate::rests_on(&rule.basis), "intent");
+        // A word anywhere (name, description, schema) lifts it: the universal limit stays.
+        for entry in [
+            json!({"name": "read_file"}),
+            json!({"name": "summarize", "description": "Summarizes the notes in the workspace"}),
+            json!({"name": "stats", "inputSchema": {"type": "object", "properties": {"filePath": {"type": "string"}}}}),
+        ] {
+            let name = entry["name"].as_str().unwrap().to_owned();
+            let c = compiled(tool(entry));
+            assert_eq!(
+                read(&c, &name, "/lab/work/notes/plan.md"),
+                Some(true),
+                "{name}"
+            );
+            assert_eq!(
+                read(&c, &name, "/lab/home/.gitconfig"),
+                Some(true),
+                "{name}"
+            );
+            assert_eq!(
+                crate::rests_on(&c.rule(&name, Clause::FsRead).unwrap().basis),
+                "universal",
+                "{name}"
+            );
+        }
     }
 
     #[test]
