@@ -355,7 +355,63 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
         }
         h.push_str("</g>\n");
     }
-    h.push_str("</svg>\n</section>\n");
+    h.push_str("</svg>\n");
+    profile(h, s);
+    h.push_str("</section>\n");
+}
+
+/// A server's behaviour profile, when its receipts recorded one: folded, one item per tool
+/// that did anything, then how many did nothing the sensors saw.
+fn profile(h: &mut String, s: &ServerMap) {
+    let profiled: Vec<(&str, &[crate::map::Seen])> = s
+        .tools
+        .iter()
+        .filter_map(|t| Some((t.name.as_str(), t.profile.as_deref()?)))
+        .collect();
+    if profiled.is_empty() {
+        return;
+    }
+    let active = profiled.iter().filter(|(_, l)| !l.is_empty()).count();
+    h.push_str(&format!(
+        "<details class=\"profile\" data-server=\"{}\"><summary>Seen to do, whatever the \
+         contract (behaviour profile): {active} of {} row{} did something the sensors saw\
+         </summary>\n<ul>\n",
+        esc(&s.id),
+        profiled.len(),
+        if profiled.len() == 1 { "" } else { "s" }
+    ));
+    for (tool, lines) in profiled.iter().filter(|(_, l)| !l.is_empty()) {
+        h.push_str(&format!(
+            "<li data-tool=\"{}\"><b>{}</b>:",
+            esc(tool),
+            esc(tool)
+        ));
+        for (i, l) in lines.iter().enumerate() {
+            let targets: Vec<String> = l
+                .targets
+                .iter()
+                .map(|t| format!("<code>{}</code>", esc(t)))
+                .collect();
+            h.push_str(&format!(
+                "{} <span class=\"k\">{}</span> {}{}",
+                if i == 0 { "" } else { ";" },
+                esc(&l.kind),
+                targets.join(", "),
+                match l.omitted() {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                }
+            ));
+        }
+        h.push_str("</li>\n");
+    }
+    if active < profiled.len() {
+        h.push_str(&format!(
+            "<li>{} did nothing the sensors saw</li>\n",
+            profiled.len() - active
+        ));
+    }
+    h.push_str("</ul>\n</details>\n");
 }
 
 fn evidence_block(h: &mut String, id: &str, s: &ServerMap, t: &ToolMap, c: &MapCell) {

@@ -46,7 +46,33 @@ pub struct ToolMap {
     pub succeeded: u64,
     /// One per clause of the map, in its order.
     pub cells: Vec<MapCell>,
+    /// What the tool was seen to do whatever its contract (its behaviour profile), per
+    /// kind over every repetition; empty when it did nothing seen; `None` when none of the
+    /// server's probes recorded a profile (receipts from before vac recorded them).
+    pub profile: Option<Vec<Seen>>,
 }
+
+/// One kind of a tool's behaviour profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// `reads`, `writes`, `execs`, `reaches`, `listens`, `secrets_shown`,
+    /// `instructions_shown`, `manifest_changes`.
+    pub kind: String,
+    /// The targets listed, over the repetitions, first seen first.
+    pub targets: Vec<String>,
+    /// The most distinct targets one repetition had, or the targets listed if more.
+    pub distinct: u64,
+}
+
+impl Seen {
+    /// Targets the records counted but did not list.
+    pub fn omitted(&self) -> u64 {
+        self.distinct.saturating_sub(self.targets.len() as u64)
+    }
+}
+
+/// The class of a profile record whose tool did nothing the sensors saw.
+pub const NOTHING_SEEN: &str = "nothing_seen";
 
 #[derive(Clone, Debug)]
 pub struct MapCell {
@@ -160,6 +186,34 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
         entry.1 += u64::from(c.status == "ok");
     }
 
+    // Behaviour profiles per (server, tool), and the servers with a probe that recorded one.
+    let mut profiled: HashSet<&str> = HashSet::new();
+    let mut profiles: HashMap<(&str, &str), Vec<Seen>> = HashMap::new();
+    for p in &rows.profile {
+        let server = server_of(&p.probe);
+        profiled.insert(server);
+        let lines = profiles.entry((server, p.tool.as_str())).or_default();
+        if p.kind == NOTHING_SEEN {
+            continue;
+        }
+        let at = match lines.iter().position(|l| l.kind == p.kind) {
+            Some(at) => at,
+            None => {
+                lines.push(Seen {
+                    kind: p.kind.clone(),
+                    targets: Vec::new(),
+                    distinct: 0,
+                });
+                lines.len() - 1
+            }
+        };
+        let line = &mut lines[at];
+        if !line.targets.contains(&p.target) {
+            line.targets.push(p.target.clone());
+        }
+        line.distinct = line.distinct.max(p.distinct).max(line.targets.len() as u64);
+    }
+
     let servers = order
         .iter()
         .map(|&server| {
@@ -226,6 +280,9 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                         calls: n,
                         succeeded: ok,
                         cells,
+                        profile: profiled
+                            .contains(server)
+                            .then(|| profiles.get(&(server, *tool)).cloned().unwrap_or_default()),
                     }
                 })
                 .collect();
@@ -372,7 +429,8 @@ pub fn to_json(map: &Map) -> Value {
             "version": s.version,
             "probes": s.probes,
             "summary": s.summary.to_json(),
-            "tools": s.tools.iter().map(|t| json!({
+            "tools": s.tools.iter().map(|t| {
+                let mut tool = json!({
                 "name": t.name,
                 "calls": t.calls,
                 "succeeded": t.succeeded,
@@ -400,7 +458,16 @@ pub fn to_json(map: &Map) -> Value {
                         record
                     }).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+                });
+                // Only where recorded: maps of older receipts keep their bytes.
+                if let Some(profile) = &t.profile {
+                    tool["profile"] = profile.iter().map(|l| (l.kind.clone(), json!({
+                        "targets": l.targets,
+                        "distinct": l.distinct,
+                    }))).collect::<serde_json::Map<_, _>>().into();
+                }
+                tool
+            }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }

@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 use vac_receipts::{Body, Entry, Json, ReadError, Role, VerdictKind, VerifyError, VerifyOptions};
 
 use crate::rows::{
-    CallRow, EffectRow, ManifestRow, Probe, Rows, RunRow, SelfTestRow, Shared, VerdictRow,
+    CallRow, EffectRow, ManifestRow, Probe, ProfileRow, Rows, RunRow, SelfTestRow, Shared,
+    VerdictRow,
 };
 
 /// Why a directory could not be read into tables. Nothing is rendered after one.
@@ -413,6 +414,20 @@ impl ProbeReader {
                     contract: text(cited.contract).unwrap_or_default().into(),
                     basis: text(cited.basis),
                     evidence: std::sync::Arc::new(evidence),
+                });
+            }
+            Body::Effect(effect) if effect.sensor == "profile" => {
+                self.rows.profile.push(ProfileRow {
+                    probe,
+                    run_id: self.run_ids(&effect.run_id).0,
+                    seq,
+                    tool: effect.detail["tool"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    kind: effect.class,
+                    target: effect.target,
+                    distinct: effect.detail["distinct"].as_u64().unwrap_or(0),
                 });
             }
             Body::Seal(_) | Body::Plan(_) | Body::Effect(_) => {}

@@ -107,7 +107,7 @@ pub fn files(
     Ok(out)
 }
 
-/// Every table — the seven of the rows, then the three of the static-vs-dynamic comparison —
+/// Every table — the eight of the rows (`profile` only when the receipts hold one), then the three of the static-vs-dynamic comparison —
 /// written by `write` as `tables/<name>.<extension>`.
 fn table_files(
     analysis: &Analysis,
@@ -120,6 +120,11 @@ fn table_files(
         .map(|n| (*n, false))
         .chain(STATIC_TABLES.iter().map(|n| (*n, true)));
     for (name, comparison) in names {
+        // Receipts written before profiles were recorded hold none: no table, rather
+        // than an empty one that would say every tool did nothing.
+        if name == "profile" && analysis.rows.profile.is_empty() {
+            continue;
+        }
         let mut df = match comparison {
             false => tables::table(&analysis.rows, name)?,
             true => tables::static_table(&analysis.findings, &analysis.comparison, name)?,
@@ -282,11 +287,57 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
                 ));
             }
         }
+        profile_markdown(&mut md, s);
     }
     if let Some(comparison) = comparison {
         static_markdown(&mut md, comparison);
     }
     md
+}
+
+/// A server's behaviour profile, when its receipts recorded one: per tool that did
+/// anything, what; then how many did nothing the sensors saw.
+fn profile_markdown(md: &mut String, s: &crate::map::ServerMap) {
+    let profiled: Vec<(&str, &[crate::map::Seen])> = s
+        .tools
+        .iter()
+        .filter_map(|t| Some((t.name.as_str(), t.profile.as_deref()?)))
+        .collect();
+    if profiled.is_empty() {
+        return;
+    }
+    md.push_str(
+        "
+Seen to do, whatever the contract (behaviour profile):
+
+",
+    );
+    let mut idle = 0;
+    for (tool, lines) in &profiled {
+        if lines.is_empty() {
+            idle += 1;
+            continue;
+        }
+        let parts: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                let targets: Vec<String> = l.targets.iter().map(|t| md_escape(t)).collect();
+                let more = match l.omitted() {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                format!("{} {}{more}", md_escape(&l.kind), targets.join(", "))
+            })
+            .collect();
+        md.push_str(&format!(
+            "- **{}**: {}\n",
+            md_escape(tool),
+            parts.join("; ")
+        ));
+    }
+    if idle > 0 {
+        md.push_str(&format!("- {idle} did nothing the sensors saw\n"));
+    }
 }
 
 /// The static-vs-dynamic section: the matrix, then the disagreements both ways.

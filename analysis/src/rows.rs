@@ -235,6 +235,23 @@ pub struct SelfTestRow {
     pub detail: String,
 }
 
+/// One line of a tool's behaviour profile: a kind of effect and one of its targets, as the
+/// probe's `effect` record (sensor `profile`) gives it.
+#[derive(Clone, Debug)]
+pub struct ProfileRow {
+    pub probe: Shared,
+    pub run_id: Shared,
+    pub seq: u64,
+    pub tool: String,
+    /// `reads`, `writes`, `execs`, `reaches`, `listens`, `secrets_shown`,
+    /// `instructions_shown`, `manifest_changes`.
+    pub kind: String,
+    pub target: String,
+    /// Distinct targets of this kind the tool had in the probe (more than its records when
+    /// the list was cut).
+    pub distinct: u64,
+}
+
 /// Everything read, one vector per table, probes in directory order and rows in log order.
 #[derive(Clone, Debug, Default)]
 pub struct Rows {
@@ -245,6 +262,7 @@ pub struct Rows {
     pub verdicts: Vec<VerdictRow>,
     pub manifests: Vec<ManifestRow>,
     pub selftests: Vec<SelfTestRow>,
+    pub profile: Vec<ProfileRow>,
 }
 
 impl Rows {
@@ -272,6 +290,7 @@ impl Rows {
             verdicts: join(&mut parts, |r| &mut r.verdicts),
             manifests: join(&mut parts, |r| &mut r.manifests),
             selftests: join(&mut parts, |r| &mut r.selftests),
+            profile: join(&mut parts, |r| &mut r.profile),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::read::{AnalysisError, compact};
 use crate::rows::Rows;
 
 /// The tables, in the order they are documented and written.
-pub const TABLES: [&str; 7] = [
+pub const TABLES: [&str; 8] = [
     "probes",
     "runs",
     "calls",
@@ -19,6 +19,7 @@ pub const TABLES: [&str; 7] = [
     "verdicts",
     "manifests",
     "selftests",
+    "profile",
 ];
 
 /// The tables of the static-vs-dynamic comparison (`TABLES.md`), written after [`TABLES`].
@@ -247,6 +248,18 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
                 text("sensor", s.iter().map(|s| s.sensor.as_ref())),
                 text("status", s.iter().map(|s| s.status.as_str())),
                 text("detail", s.iter().map(|s| s.detail.as_str())),
+            ]
+        }
+        "profile" => {
+            let p = &rows.profile;
+            columns![
+                text("probe", p.iter().map(|p| p.probe.as_ref())),
+                text("run_id", p.iter().map(|p| p.run_id.as_ref())),
+                int("seq", p.iter().map(|p| p.seq)),
+                text("tool", p.iter().map(|p| p.tool.as_str())),
+                text("kind", p.iter().map(|p| p.kind.as_str())),
+                text("target", p.iter().map(|p| p.target.as_str())),
+                int("distinct", p.iter().map(|p| p.distinct)),
             ]
         }
         _ => unreachable!("not a table: {name}"),

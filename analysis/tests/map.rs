@@ -60,8 +60,9 @@ fn rendering_twice_gives_identical_bytes_in_all_six_formats() {
     ] {
         assert!(fa.contains_key(wanted), "{wanted} missing from {names:?}");
     }
-    // 5 map files; the 7 tables and the 3 static-vs-dynamic tables, each as CSV and Parquet.
-    assert_eq!(fa.len(), 5 + 2 * (7 + 3), "{names:?}");
+    // 5 map files; the 8 tables (profile among them: the receipts hold one) and the 3
+    // static-vs-dynamic tables, each as CSV and Parquet.
+    assert_eq!(fa.len(), 5 + 2 * (8 + 3), "{names:?}");
     for (name, bytes) in &fa {
         assert!(!bytes.is_empty(), "{name} is empty");
         assert!(fb[name] == *bytes, "{name} differs between two renders");
@@ -171,6 +172,62 @@ fn repetitions_that_disagree_make_an_unstable_cell_with_its_distribution() {
         .cloned()
         .unwrap();
     assert_eq!(cell["distribution"].as_object().unwrap().len(), 2, "{cell}");
+}
+
+#[test]
+fn the_behaviour_profile_is_shown_where_recorded_and_nowhere_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    synth::campaign(tmp.path(), SMALL);
+    let analysis = load(tmp.path(), None).unwrap();
+    let json = vac_analysis::map::to_json(&analysis.map);
+    let md = vac_analysis::render::markdown(&analysis.map, None);
+    let html = vac_analysis::html::html(&analysis.map, None);
+    for (s, server) in json["servers"].as_array().unwrap().iter().enumerate() {
+        let tools = server["tools"].as_array().unwrap();
+        if server["id"].as_str().unwrap().starts_with("server-001") {
+            // Receipts without a profile: no profile, rather than "did nothing".
+            assert!(tools.iter().all(|t| t.get("profile").is_none()), "{server}");
+            continue;
+        }
+        assert!(tools.iter().all(|t| t["profile"].is_object()), "{server}");
+        let first = &tools[0]["profile"];
+        assert_eq!(
+            first["writes"]["targets"],
+            serde_json::json!(["/lab/work/out-0.txt", "/lab/work/out-4.txt"]),
+            "server {s}: {first}"
+        );
+        assert_eq!(first["reaches"]["distinct"], 3, "{first}");
+        assert_eq!(
+            first["execs"]["targets"],
+            serde_json::json!(["/usr/bin/true"]),
+            "{first}"
+        );
+        // Every third tool did nothing the sensors saw: an empty profile.
+        assert_eq!(tools[2]["profile"], serde_json::json!({}), "{server}");
+    }
+    // Two of the three servers carry profiles: two sections, each with 4 of 6 tools active.
+    assert_eq!(md.matches("behaviour profile").count(), 2, "{md}");
+    assert_eq!(
+        md.matches("- 2 did nothing the sensors saw").count(),
+        2,
+        "{md}"
+    );
+    assert!(md.contains("- **tool\\_000**: execs /usr/bin/true; reaches host-2.example.invalid., 10.255.255.1:443, host-6.example.invalid.; writes /lab/work/out-0.txt, /lab/work/out-4.txt"), "{md}");
+    assert_eq!(html.matches("<details class=\"profile\"").count(), 2);
+    assert!(html.contains("4 of 6 rows did something the sensors saw"));
+    assert_eq!(analysis.rows.profile.len(), 2 * (4 * 6 + 2));
+    let out = tmp.path().join("out");
+    render(&analysis, &out, &options("")).unwrap();
+    assert!(out.join("tables/profile.csv").is_file());
+
+    // Receipts with no profile at all get no profile table.
+    let older = tmp.path().join("older");
+    synth::probe(&older.join("server-001"), 1, SMALL);
+    let out = tmp.path().join("older-out");
+    render(&load(&older, None).unwrap(), &out, &options("")).unwrap();
+    assert!(out.join("tables/verdicts.csv").is_file());
+    assert!(!out.join("tables/profile.csv").exists());
+    assert!(!out.join("tables/profile.parquet").exists());
 }
 
 #[test]

@@ -1289,8 +1289,12 @@ fn verify_probe(path: &std::path::Path) -> Exit {
                 let at = m
                     .seq
                     .map_or("missing record".to_string(), |s| format!("seq {s}"));
+                let what = match m.clause.as_str() {
+                    "profile" => "a profile line",
+                    _ => "a verdict",
+                };
                 println!(
-                    "{dir}: MISMATCH: {at}: {} × {}: a verdict the evidence does not support: {}",
+                    "{dir}: MISMATCH: {at}: {} × {}: {what} the evidence does not support: {}",
                     m.tool, m.clause, m.detail
                 );
             }

@@ -183,8 +183,8 @@ fn verdicts_are_regraded_from_the_recorded_events_alone() {
 }
 
 #[test]
-fn an_edited_verdict_record_is_named_by_verify() {
-    if !privileged("an_edited_verdict_record_is_named_by_verify") {
+fn edited_verdict_and_profile_records_are_named_by_verify() {
+    if !privileged("edited_verdict_and_profile_records_are_named_by_verify") {
         return;
     }
     let probe = probe(&[], &fixture("dishonest"));
@@ -211,6 +211,49 @@ fn an_edited_verdict_record_is_named_by_verify() {
         "{stdout}"
     );
     assert_eq!(stdout.matches("MISMATCH").count(), 1, "{stdout}");
+
+    // The behaviour profile is re-derived too: a line edited, and a line dropped.
+    let profiled = |body: &Body| matches!(body, Body::Effect(e) if e.sensor == "profile");
+    let edited = probe.dir.path().join("edited-profile");
+    let mut first = true;
+    rechain(&probe.receipts, &edited, |body| match body {
+        Body::Effect(mut e) if e.sensor == "profile" && std::mem::take(&mut first) => {
+            e.target = "/nowhere/it/went".into();
+            Some(Body::Effect(e))
+        }
+        other => Some(other),
+    });
+    assert!(
+        !first,
+        "the dishonest twin's receipts hold no profile record"
+    );
+    let out = verify(&edited);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.contains("× profile: a profile line the evidence does not support")
+            && stdout.contains("/nowhere/it/went"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("MISMATCH").count(), 1, "{stdout}");
+    let dropped = probe.dir.path().join("dropped-profile");
+    let mut kept = 0;
+    rechain(&probe.receipts, &dropped, |body| {
+        if profiled(&body) {
+            kept += 1;
+            if kept == 2 {
+                return None;
+            }
+        }
+        Some(body)
+    });
+    let out = verify(&dropped);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.contains("MISMATCH: missing record") && stdout.contains("× profile"),
+        "{stdout}"
+    );
 }
 
 /// A server whose second tool's readOnlyHint is the string "yes".

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use vac_receipts::{
-    Body, CampaignStart, Clock, Contract, Digest, Event, Host, Plan, ReceiptWriter, Role, RunEnd,
-    RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict, VerdictKind,
+    Body, CampaignStart, Clock, Contract, Digest, Effect, Event, Host, Plan, ReceiptWriter, Role,
+    RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus, Verdict, VerdictKind,
     WriterOptions,
 };
 
@@ -187,6 +187,50 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
                 evidence: evidence.into(),
             }))
             .unwrap();
+        }
+    }
+    // Even-numbered servers carry a behaviour profile, as vac writes it after the verdicts;
+    // odd ones are as receipts from before profiles were recorded.
+    if s.is_multiple_of(2) {
+        for (t, tool) in tools.iter().enumerate() {
+            let mut lines: Vec<(&str, String)> = Vec::new();
+            for e in 0..shape.effects_per_tool {
+                let line = match e % 4 {
+                    0 => ("writes", format!("/lab/work/out-{e}.txt")),
+                    1 => ("execs", "/usr/bin/true".to_string()),
+                    2 => ("reaches", format!("host-{e}.example.invalid.")),
+                    _ => ("reaches", "10.255.255.1:443".to_string()),
+                };
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+            // Every third tool did nothing seen.
+            if t % 3 == 2 {
+                lines.clear();
+            }
+            lines.sort_by_key(|(kind, _)| *kind);
+            let distinct = |kind: &str| lines.iter().filter(|(k, _)| *k == kind).count();
+            let records: Vec<(String, String, usize)> = if lines.is_empty() {
+                vec![("nothing_seen".into(), String::new(), 0)]
+            } else {
+                lines
+                    .iter()
+                    .map(|(kind, target)| (kind.to_string(), target.clone(), distinct(kind)))
+                    .collect()
+            };
+            for (kind, target, distinct) in records {
+                w.append(Body::Effect(Effect {
+                    run_id: last_run.clone(),
+                    call: None,
+                    sensor: "profile".into(),
+                    class: kind,
+                    target,
+                    detail: json!({"tool": tool, "distinct": distinct}),
+                    payloads: Vec::new(),
+                }))
+                .unwrap();
+            }
         }
     }
     w.seal(None).unwrap();

@@ -432,6 +432,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             recorder
                 .verdicts(&last.id, grades, &graded.contract, &graded.isolation)
                 .map_err(receipts)?;
+            recorder
+                .profile(&last.id, &graded.profile)
+                .map_err(receipts)?;
         }
     }
     recorder.seal().map_err(receipts)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use vac_contracts::{Grades, Verdict as Graded};
 use vac_receipts::{
-    Body, CampaignStart, Contract, Digest, Direction, Event, Frame, Host, Json, Plan,
+    Body, CampaignStart, Contract, Digest, Direction, Effect, Event, Frame, Host, Json, Plan,
     ReceiptWriter, Role, RunEnd, RunStart, RunStatus, SandboxConfig, SelfTest, SensorStatus,
     Verdict, VerdictKind, WriteError, WriterOptions,
 };
@@ -176,6 +176,14 @@ impl Recorder {
         Ok(())
     }
 
+    /// The behaviour profile ([`profile_records`]), after the verdicts.
+    pub(crate) fn profile(&mut self, run_id: &str, profile: &Profile) -> Result<(), WriteError> {
+        for effect in profile_records(run_id, profile) {
+            self.writer.append(Body::Effect(effect))?;
+        }
+        Ok(())
+    }
+
     /// Seals the log; returns the head hash.
     pub(crate) fn seal(self) -> Result<String, WriteError> {
         Ok(self.writer.seal(None)?.head.to_hex())
@@ -186,6 +194,52 @@ impl Recorder {
 /// Per tool, the run adaptive isolation graded it on and why (empty for `per-tool` plans,
 /// whose verdicts each come from the tool's own run).
 pub(crate) type Isolated = std::collections::BTreeMap<String, serde_json::Value>;
+
+/// The class of a profile record that says its tool did nothing the sensors saw.
+pub(crate) const NOTHING_SEEN: &str = "nothing_seen";
+
+/// A behaviour profile: per tool (and the `(server)` row), per kind, its targets.
+pub(crate) type Profile = std::collections::BTreeMap<String, Value>;
+
+/// The behaviour profile as `effect` records, written after the verdicts and re-derived
+/// by `vac verify` like them: one per tool × kind × target listed, in profile order.
+/// `sensor` is `profile` (a grader's summary of attributed effects, not one sensor's
+/// observation), `class` the kind (`writes`, `reads`, `execs`, …), `call` none (a line sums
+/// the tool's calls), and `detail` names the tool and how many distinct targets of that
+/// kind it had (`distinct`: more than are listed when the list was cut). A tool that did
+/// nothing the sensors saw has one record of class [`NOTHING_SEEN`], so a reader tells it
+/// from a log that holds no profile at all.
+pub(crate) fn profile_records(run_id: &str, profile: &Profile) -> Vec<Effect> {
+    let mut records = Vec::new();
+    let record = |tool: &str, kind: &str, target: &str, distinct: u64| Effect {
+        run_id: run_id.to_string(),
+        call: None,
+        sensor: "profile".into(),
+        class: kind.to_string(),
+        target: target.to_string(),
+        detail: json!({"tool": tool, "distinct": distinct}),
+        payloads: Vec::new(),
+    };
+    for (tool, kinds) in profile {
+        let Some(kinds) = kinds.as_object() else {
+            continue;
+        };
+        if kinds.is_empty() {
+            records.push(record(tool, NOTHING_SEEN, "", 0));
+        }
+        for (kind, seen) in kinds {
+            let targets: Vec<&str> = seen["targets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let distinct = targets.len() as u64 + seen["omitted"].as_u64().unwrap_or(0);
+            records.extend(targets.into_iter().map(|t| record(tool, kind, t, distinct)));
+        }
+    }
+    records
+}
 
 pub(crate) fn verdict_records(
     run_id: &str,

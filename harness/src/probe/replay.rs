@@ -83,6 +83,8 @@ pub(crate) struct Recorded {
     /// The verdict records with their sequence numbers ([`read_with_verdicts`] only:
     /// grading never reads them, and a large manifest's hold tens of megabytes).
     pub(crate) verdicts: Vec<(u64, vac_receipts::Verdict)>,
+    /// The behaviour profile's `effect` records ([`read_with_verdicts`] only).
+    pub(crate) profile: Vec<(u64, vac_receipts::Effect)>,
     /// Server-to-client frames that were text but not JSON-RPC (`protocol.stdout_clean`).
     pub(crate) noise: NoiseSeen,
 }
@@ -222,6 +224,7 @@ fn read_log(
                     )
             }
             Body::Verdict(verdict) if verdicts => recorded.verdicts.push((seq, verdict)),
+            Body::Effect(effect) if verdicts => recorded.profile.push((seq, effect)),
             Body::Frame(frame)
                 if frame.direction == vac_receipts::Direction::FromServer
                     && !frame.bytes.is_truncated() =>
@@ -492,11 +495,12 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
         }
         graded => graded?,
     };
-    let expected = match (&report.grades, recorded.runs.last()) {
-        (Some(grades), Some(last)) => {
-            record::verdict_records(&last.id, grades, &report.contract, &report.isolation)
-        }
-        _ => Vec::new(),
+    let (expected, profile) = match (&report.grades, recorded.runs.last()) {
+        (Some(grades), Some(last)) => (
+            record::verdict_records(&last.id, grades, &report.contract, &report.isolation),
+            record::profile_records(&last.id, &report.profile),
+        ),
+        _ => (Vec::new(), Vec::new()),
     };
     let mut mismatches = Vec::new();
     for (i, (seq, found)) in recorded.verdicts.iter().enumerate() {
@@ -523,7 +527,59 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
             ),
         });
     }
+    // Receipts written before profiles were recorded hold none: nothing to check. Once
+    // one is there, the whole list must be the one the evidence gives.
+    if !recorded.profile.is_empty() {
+        mismatches.extend(profile_mismatches(&recorded.profile, &profile));
+    }
     Ok(mismatches)
+}
+
+/// The recorded behaviour profile against the re-derived one, record for record; a
+/// mismatch's clause is `profile` and its tool the one the record names.
+fn profile_mismatches(
+    recorded: &[(u64, vac_receipts::Effect)],
+    expected: &[vac_receipts::Effect],
+) -> Vec<VerdictMismatch> {
+    let tool = |e: &vac_receipts::Effect| e.detail["tool"].as_str().unwrap_or_default().to_owned();
+    let line = |e: &vac_receipts::Effect| {
+        format!(
+            "{} {} ({} distinct)",
+            e.class, e.target, e.detail["distinct"]
+        )
+    };
+    let mut mismatches = Vec::new();
+    for (i, (seq, found)) in recorded.iter().enumerate() {
+        let detail = match expected.get(i) {
+            Some(want) if want == found => continue,
+            Some(want) => format!(
+                "the profile record says {} {}, the evidence gives {} {}",
+                tool(found),
+                line(found),
+                tool(want),
+                line(want)
+            ),
+            None => format!("the evidence gives no such profile line: {}", line(found)),
+        };
+        mismatches.push(VerdictMismatch {
+            seq: Some(*seq),
+            tool: tool(found),
+            clause: "profile".into(),
+            detail,
+        });
+    }
+    for want in expected.iter().skip(recorded.len()) {
+        mismatches.push(VerdictMismatch {
+            seq: None,
+            tool: tool(want),
+            clause: "profile".into(),
+            detail: format!(
+                "the evidence gives {}, the log has no record of it",
+                line(want)
+            ),
+        });
+    }
+    mismatches
 }
 
 fn difference(want: &vac_receipts::Verdict, found: &vac_receipts::Verdict) -> String {
