@@ -77,15 +77,6 @@ pub(crate) fn launch(
     }
 }
 
-/// Adds what a relaunch showed of the manifest: each tool whose entry differs from the
-/// control's (the one reviewed) is a `manifest.stable` effect of that tool, across
-/// launches. A text that differs only by the order of its items is nondeterminism.
-pub(crate) fn relaunched(observation: &mut Observation, relaunch: &RunOutput, control: &RunOutput) {
-    observation
-        .effects
-        .extend(shown::relaunch_effects(relaunch, control));
-}
-
 /// Adds one subject run's calls, attributable effects, sensors and errors.
 pub(crate) fn add(
     observation: &mut Observation,

@@ -362,8 +362,12 @@ pub(crate) fn grade(
         .iter()
         .filter(|r| r.role == Role::Relaunch)
         .collect();
+    // What a relaunch showed of the manifest: each tool whose entry differs from the
+    // control's (the one reviewed) is a `manifest.stable` effect of that tool.
     for relaunch in &relaunches {
-        observe::relaunched(&mut observation, relaunch, control);
+        observation
+            .effects
+            .extend(super::shown::relaunch_effects(relaunch, control));
     }
     let row = server_row(&decls);
     if compiled.tools().any(|t| t == row) {

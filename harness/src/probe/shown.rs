@@ -148,10 +148,10 @@ pub(crate) fn effects(
 /// The tools whose entries `relaunch` listed otherwise than `control`, as manifest
 /// changes of no call (`between: across_launches`, with the relaunch's run id).
 pub(crate) fn relaunch_effects(relaunch: &RunOutput, control: &RunOutput) -> Vec<Effect> {
-    let (reviewed, launched) = (listed(control), listed(relaunch));
     if relaunch.tools.is_none() {
         return Vec::new();
     }
+    let (reviewed, launched) = (listed(control), listed(relaunch));
     manifest_drift(reviewed, launched)
         .into_iter()
         .filter(|drift| !reordered_only(reviewed, launched, &drift.tool))
