@@ -132,6 +132,7 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
         "Array.from(document.querySelectorAll('#summary tbody tr')).map(tr => [tr.dataset.server, Number(tr.querySelector('[data-count=confirmed]').textContent)])",
         "(() => { const c = document.querySelector('g.cell[data-verdict=confirmed][data-tool=read_note][data-clause=\"fs.write\"]'); const d = document.getElementById(c.dataset.ev); const before = d.open; c.dispatchEvent(new MouseEvent('click', {bubbles: true})); const r = d.querySelector('dl.record').getBoundingClientRect(); return [before, d.open, r.height > 0, d.querySelector('dl.record').textContent]; })()",
         "document.querySelectorAll('g.cell[data-verdict=confirmed]').length",
+        "Array.from(document.querySelectorAll('details.profile[data-server=dishonest] li[data-tool]')).map(li => [li.dataset.tool, li.textContent])",
     ];
     let page = cdp(&map_dir.join("map.html"), &steps, &screenshot);
     let results = page["results"].as_array().unwrap();
@@ -167,6 +168,46 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
         "{text}"
     );
     assert_eq!(results[4], totals["confirmed"]);
+    // The behaviour profile: what each tool did whatever its cells, in the JSON and on the
+    // page alike; the honest twin's write-free tools did nothing seen.
+    let profile_of = |server: &Value, tool: &str| {
+        server["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap()["profile"]
+            .clone()
+    };
+    let execs = profile_of(dishonest, "index_notes")["execs"]["targets"].clone();
+    assert!(
+        execs.as_array().unwrap().contains(&json!("/bin/sh")),
+        "{execs}"
+    );
+    assert_eq!(profile_of(server("honest"), "word_count"), json!({}));
+    let active: Vec<&str> = dishonest["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["profile"].as_object().is_some_and(|p| !p.is_empty()))
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let listed = results[5].as_array().unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|l| l[0].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        active
+    );
+    let index_notes = listed.iter().find(|l| l[0] == "index_notes").unwrap();
+    assert!(
+        index_notes[1]
+            .as_str()
+            .unwrap()
+            .contains("execs /usr/bin/setsid"),
+        "{index_notes}"
+    );
     let url = format!("file://{}", map_dir.join("map.html").display());
     assert_eq!(
         page["requests"],
