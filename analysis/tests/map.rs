@@ -220,6 +220,22 @@ fn the_behaviour_profile_is_shown_where_recorded_and_nowhere_else() {
     render(&analysis, &out, &options("")).unwrap();
     assert!(out.join("tables/profile.csv").is_file());
 
+    // A cut list says how many it left out.
+    let many = tmp.path().join("many");
+    let wide = Shape {
+        servers: 1,
+        tools: 1,
+        effects_per_tool: 80,
+    };
+    synth::probe(&many.join("server-000"), 0, wide);
+    let map = load(&many, None).unwrap().map;
+    let writes = &map.servers[0].tools[0].profile.as_ref().unwrap()[2];
+    assert_eq!(
+        (writes.kind.as_str(), writes.targets.len(), writes.distinct),
+        ("writes", 16, 20)
+    );
+    assert!(vac_analysis::render::markdown(&map, None).contains("/lab/work/out-60.txt and 4 more"));
+
     // Receipts with no profile at all get no profile table.
     let older = tmp.path().join("older");
     synth::probe(&older.join("server-001"), 1, SMALL);

@@ -210,14 +210,18 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
                 lines.clear();
             }
             lines.sort_by_key(|(kind, _)| *kind);
+            // As vac writes them: at most 16 targets per kind, each naming how many there were.
             let distinct = |kind: &str| lines.iter().filter(|(k, _)| *k == kind).count();
             let records: Vec<(String, String, usize)> = if lines.is_empty() {
                 vec![("nothing_seen".into(), String::new(), 0)]
             } else {
-                lines
-                    .iter()
-                    .map(|(kind, target)| (kind.to_string(), target.clone(), distinct(kind)))
-                    .collect()
+                let mut listed: Vec<(String, String, usize)> = Vec::new();
+                for (kind, target) in &lines {
+                    if listed.iter().filter(|(k, _, _)| k == kind).count() < 16 {
+                        listed.push((kind.to_string(), target.clone(), distinct(kind)));
+                    }
+                }
+                listed
             };
             for (kind, target, distinct) in records {
                 w.append(Body::Effect(Effect {
