@@ -470,6 +470,61 @@ async fn sample(session: &mut McpSession) -> (CallOutcome, Value) {
     (outcome, answer)
 }
 
+/// `roots/list` is answered with the configured directories as `file://` URIs, and roots
+/// are offered only when there are some: a server that takes its roots from the client
+/// keeps to the lab.
+#[tokio::test]
+async fn roots_are_the_configured_directories_and_offered_only_then() {
+    let options = ClientOptions {
+        roots: vec!["/lab/work".into(), "/home/a user/wörk".into()],
+        ..short_timeouts()
+    };
+    let (_child, log, session) = connect(&["normal"], options).await;
+    let mut session = session.expect("connects");
+    let outcome = session
+        .call_tool("roots", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    assert_eq!(answer["id"], "roots-1");
+    assert_eq!(
+        answer["result"]["roots"],
+        json!([{"uri": "file:///lab/work", "name": "work"},
+               {"uri": "file:///home/a%20user/w%C3%B6rk", "name": "work"}])
+    );
+    let init = sent(&log.drain())
+        .into_iter()
+        .find(|m| m["method"] == "initialize")
+        .unwrap();
+    assert_eq!(
+        init["params"]["capabilities"]["roots"],
+        json!({"listChanged": false})
+    );
+
+    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
+    let mut session = session.expect("connects");
+    let outcome = session
+        .call_tool("roots", Map::new())
+        .await
+        .expect("answered");
+    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    let answer: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(answer["result"]["roots"], json!([]));
+    let init = sent(&log.drain())
+        .into_iter()
+        .find(|m| m["method"] == "initialize")
+        .unwrap();
+    assert!(
+        init["params"]["capabilities"].get("roots").is_none(),
+        "{init}"
+    );
+}
+
 /// `sampling/createMessage` is answered with the configured reply, and the request is in
 /// the call's outcome (what the server wanted the model to read); without a reply, sampling
 /// is not offered and the request gets "method not found".

@@ -371,6 +371,24 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     assert!(false_alarms.is_empty(), "{false_alarms:?}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
+    // It takes its roots from the client: asked, and answered with the lab's work
+    // directory (and no other), every run.
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    let asked = log.matches(r#"\"method\":\"roots/list\""#).count();
+    let answers: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(r#""direction":"to_server""#) && l.contains(r#"\"roots\":["#))
+        .collect();
+    assert!(
+        asked >= 1 && answers.len() == asked,
+        "{asked} asked, {answers:?}"
+    );
+    for answer in answers {
+        assert!(
+            answer.contains(r#"\"roots\":[{\"uri\":\"file:///root/work\",\"name\":\"work\"}]"#),
+            "{answer}"
+        );
+    }
 
     // Static against dynamic on its recorded manifest: the path tools are flagged for
     // fs.read (open path arguments) and were seen to read nothing they may not — over-

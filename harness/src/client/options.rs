@@ -28,6 +28,10 @@ pub struct ClientOptions {
     /// offered and such a request gets "method not found".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling_reply: Option<String>,
+    /// The directories `roots/list` is answered with, as the server sees them; empty:
+    /// roots are not offered and such a request gets an empty list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
 }
 
 impl Default for ClientOptions {
@@ -41,6 +45,7 @@ impl Default for ClientOptions {
             shutdown_grace: Duration::from_millis(500),
             max_tool_pages: 64,
             sampling_reply: None,
+            roots: Vec::new(),
         }
     }
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestMethod,
-    CreateMessageRequestParams, CreateMessageResult, ErrorData, Implementation, ProtocolVersion,
-    RequestId, SamplingCapability, SamplingMessage, ServerPeerInfo,
+    CreateMessageRequestParams, CreateMessageResult, ErrorData, Implementation, ListRootsResult,
+    ProtocolVersion, RequestId, Root, RootsCapabilities, SamplingCapability, SamplingMessage,
+    ServerPeerInfo,
 };
 use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
@@ -195,8 +196,9 @@ impl std::fmt::Debug for McpSession {
 /// The model a sampling reply says it came from: a name a real client could send.
 const SAMPLING_MODEL: &str = "claude-sonnet-4-5";
 
-/// What vac answers the server's requests with: `ping` and `roots/list` (no roots) as any
-/// client; `sampling/createMessage` with one fixed, recorded reply when sampling is offered,
+/// What vac answers the server's requests with: `ping` as any client; `roots/list` with
+/// the lab's work directory when roots are offered (a server that takes its roots from the
+/// client keeps to the lab); `sampling/createMessage` with one fixed, recorded reply when sampling is offered,
 /// so what a server does with a model's answer is observed — every second request of a
 /// session with that reply and then the request's own text echoed back, as a model that
 /// repeats what it is asked would (a server that has the model repeat a secret gets it
@@ -205,6 +207,22 @@ pub(super) struct Client {
     config: ClientConfig,
     sampling_reply: Option<String>,
     sampled: std::sync::atomic::AtomicUsize,
+    roots: Vec<String>,
+}
+
+/// `file://` and the path, each byte outside the URI's unreserved characters and `/`
+/// percent-encoded (RFC 8089, RFC 3986).
+fn file_uri(path: &str) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                uri.push(char::from(byte))
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
 }
 
 /// The most bytes of a sampling request echoed back.
@@ -248,12 +266,19 @@ impl Client {
         if options.sampling_reply.is_some() {
             capabilities.sampling = Some(SamplingCapability::default());
         }
+        if !options.roots.is_empty() {
+            // The lab's directories never change during a session.
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(false);
+            capabilities.roots = Some(roots);
+        }
         let config = ClientConfig::new(capabilities, vac)
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
         Self {
             config,
             sampling_reply: options.sampling_reply.clone(),
             sampled: std::sync::atomic::AtomicUsize::new(0),
+            roots: options.roots.clone(),
         }
     }
 }
@@ -261,6 +286,23 @@ impl Client {
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+
+    #[allow(deprecated)] // roots are deprecated by SEP-2577, and servers of 2025 still ask
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .map(|dir| {
+                let mut root = Root::new(file_uri(dir));
+                root.name = Some("work".to_owned());
+                root
+            })
+            .collect();
+        Ok(ListRootsResult::new(roots))
     }
 
     async fn create_message(

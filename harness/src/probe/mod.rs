@@ -300,6 +300,19 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let nonce = nonce()?;
     let mut options = options;
     options.client.sampling_reply = Some(plants::sampling_reply(&plants::sampling_token(&nonce)));
+    let mut planted = plants::plant(&nonce, &lab_home(&options));
+    for file in planted_files {
+        planted.lab = planted
+            .lab
+            .plant_with_mode(file.path, file.bytes, file.mode);
+    }
+    // A server that takes its roots from the client is given the lab's work directory.
+    // Over HTTP a server may ask on the stream a GET opens, which vac does not open yet:
+    // roots are offered only where every request of the server is heard (a server that
+    // asks and gets no answer waits out its timeout, as server-everything's tool does).
+    if let Target::Stdio(_) = options.target {
+        options.client.roots = vec![planted.record.work.display().to_string()];
+    }
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
         "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
         "isolation": options.isolation.as_str(),
@@ -312,12 +325,6 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
     let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
 
-    let mut planted = plants::plant(&nonce, &lab_home(&options));
-    for file in planted_files {
-        planted.lab = planted
-            .lab
-            .plant_with_mode(file.path, file.bytes, file.mode);
-    }
     let server = server(&options, &planted)?;
     let run_config = |calls: &[PlannedCall], first_index: usize| {
         json!({"lab": planted.record, "planted": [plants::NOTE], "trap": plants::TRAP,

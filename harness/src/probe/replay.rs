@@ -224,7 +224,10 @@ fn read_log(
                     )
             }
             Body::Verdict(verdict) if verdicts => recorded.verdicts.push((seq, verdict)),
-            Body::Effect(effect) if verdicts => recorded.profile.push((seq, effect)),
+            // Logs of the first wave hold `effect` records of another kind: not a profile.
+            Body::Effect(effect) if verdicts && effect.sensor == "profile" => {
+                recorded.profile.push((seq, effect))
+            }
             Body::Frame(frame)
                 if frame.direction == vac_receipts::Direction::FromServer
                     && !frame.bytes.is_truncated() =>
