@@ -490,3 +490,149 @@ fn bad_url_is_a_usage_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("only http:// URLs"), "{stderr}");
 }
+
+/// What the listening server of [`serve_listening`] saw.
+#[derive(Default)]
+struct Heard {
+    /// vac's answer to the ping the server sent on the GET stream arrived.
+    answered: std::sync::atomic::AtomicBool,
+    gets: AtomicUsize,
+    deletes: AtomicUsize,
+}
+
+/// A server that sends a request of its own (a `ping`, id `g-1`) on the GET stream only,
+/// answers tools/list once that ping is answered (at most 10 s later), and counts GETs
+/// and DELETEs of its session `s-1`.
+fn serve_listening() -> (String, Arc<Heard>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let heard = Arc::new(Heard::default());
+    let shared = heard.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let heard = shared.clone();
+            std::thread::spawn(move || listening(stream, &heard));
+        }
+    });
+    (url, heard)
+}
+
+fn listening(stream: TcpStream, heard: &Heard) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let mut stream = stream;
+    let reply = |status: &str, headers: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let json_reply = |value: Value| {
+        reply(
+            "200 OK",
+            "content-type: application/json\r\nmcp-session-id: s-1\r\n",
+            &value.to_string(),
+        )
+    };
+    let method = request_line.split(' ').next().unwrap_or_default();
+    let text = match method {
+        "GET" => {
+            heard.gets.fetch_add(1, Ordering::SeqCst);
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            let ping = r#"data: {"jsonrpc":"2.0","id":"g-1","method":"ping"}"#;
+            if stream
+                .write_all(format!("{head}{ping}\n\n").as_bytes())
+                .is_err()
+            {
+                return;
+            }
+            // Held open, as a server's stream is, until vac closes it (bounded).
+            for _ in 0..600 {
+                std::thread::sleep(Duration::from_millis(50));
+                if stream.write_all(b": keep-alive\n\n").is_err() {
+                    return;
+                }
+            }
+            return;
+        }
+        "DELETE" => {
+            heard.deletes.fetch_add(1, Ordering::SeqCst);
+            reply("200 OK", "", "")
+        }
+        _ => {
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            match request["method"].as_str() {
+                Some("initialize") => json_reply(json!({"jsonrpc": "2.0", "id": request["id"],
+                    "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "listening", "version": "1"}}})),
+                Some("tools/list") => {
+                    for _ in 0..200 {
+                        if heard.answered.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    json_reply(
+                        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}),
+                    )
+                }
+                None if request["id"] == "g-1" && request["result"].is_object() => {
+                    heard.answered.store(true, Ordering::SeqCst);
+                    reply("202 Accepted", "", "")
+                }
+                _ => reply("202 Accepted", "", ""),
+            }
+        }
+    };
+    let _ = stream.write_all(text.as_bytes());
+}
+
+#[test]
+fn a_request_on_the_get_stream_is_answered_and_the_session_is_deleted_at_the_end() {
+    let (url, heard) = serve_listening();
+    let probe = probe_url(&url);
+    assert!(
+        heard.answered.load(Ordering::SeqCst),
+        "the ping on the GET stream was not answered: {:#}",
+        probe.json
+    );
+    assert!(heard.gets.load(Ordering::SeqCst) >= 1);
+    assert!(
+        heard.deletes.load(Ordering::SeqCst) >= 1,
+        "no DELETE of the session"
+    );
+    // The ping and the answer are frames like any other.
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    let frames = |direction: &str, text: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!(r#""direction":"{direction}""#)) && l.contains(text))
+            .count()
+    };
+    assert_eq!(
+        frames("from_server", r#"\"id\":\"g-1\",\"method\":\"ping\""#),
+        1
+    );
+    assert_eq!(frames("to_server", r#"\"id\":\"g-1\",\"result\":{}"#), 1);
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}

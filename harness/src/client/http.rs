@@ -10,6 +10,9 @@
 //! `request_timeout`. `Mcp-Session-Id` from the initialize answer and the negotiated
 //! `MCP-Protocol-Version` go on every later request. A redirect is never followed, and a
 //! status, content type or body vac cannot use ends the session with a fault naming it.
+//! Once the session is initialized, one GET opens the stream a server uses outside any
+//! request (read like a POST's SSE answer, under the same caps; a server may offer none),
+//! and at shutdown a DELETE ends the session the server gave.
 //! rmcp's own streamable HTTP client is not used: it re-initializes on an expired session
 //! and decodes bodies itself, which would hide exactly what an audit must see.
 
@@ -60,6 +63,8 @@ pub(crate) struct HttpShared {
     turn: watch::Sender<u64>,
     next: AtomicU64,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The GET stream was asked for (once a session, after `notifications/initialized`).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 /// The rmcp transport over Streamable HTTP.
@@ -98,6 +103,7 @@ impl HttpLink {
             turn: watch::Sender::new(0),
             next: AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
+            listening: std::sync::atomic::AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(QUEUE);
         let transport = HttpTransport {
@@ -126,9 +132,11 @@ impl HttpLink {
         (link, transport)
     }
 
-    /// Aborts every connection and body reader, gives the output pumps `grace` to catch
-    /// up, then stops them; every frame is in the log when this returns.
+    /// Ends the server's session (a DELETE with its id, at most `grace`), aborts every
+    /// connection and body reader, gives the output pumps `grace` to catch up, then stops
+    /// them; every frame is in the log when this returns.
     pub(crate) async fn shutdown(self, grace: Duration) {
+        let _ = tokio::time::timeout(grace, self.http.close_session()).await;
         for task in lock(&self.http.tasks).drain(..) {
             task.abort();
         }
@@ -181,6 +189,11 @@ impl Transport<RoleClient> for HttpTransport {
             if answered.is_ok() {
                 http.link.answer_written(&item);
             }
+            // Once the session is initialized, the stream for what the server sends
+            // outside any request (its own requests among them) is opened beside it.
+            if answered.is_ok() && initialized(&item) {
+                http.clone().listen(tx.clone());
+            }
             let result = match answered {
                 Ok(response) => http.answer(response, tx).await,
                 Err(fault) => Err(fault),
@@ -218,10 +231,44 @@ impl HttpShared {
         tasks.push(handle);
     }
 
+    /// Opens the GET stream once: an SSE stream is read like a POST's (each event a
+    /// recorded frame, the same caps), so a request the server sends there is heard and
+    /// answered. A server that offers none (405, or any other answer) loses nothing: the
+    /// stream is optional, and its refusal is not recorded as if it were a message.
+    fn listen(self: Arc<Self>, tx: mpsc::Sender<ServerJsonRpcMessage>) {
+        if self.listening.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let http = self.clone();
+        self.spawn(async move {
+            let Ok(response) = http.request(hyper::Method::GET, None).await else {
+                return;
+            };
+            let is_stream = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| {
+                    v.trim_start()
+                        .to_ascii_lowercase()
+                        .starts_with("text/event-stream")
+                });
+            if response.status() == hyper::StatusCode::OK && is_stream {
+                http.sse(response.into_body(), tx).await;
+            }
+        });
+    }
+
+    /// Ends the session the server gave, if it gave one: a DELETE with its id, whose answer
+    /// is not waited for beyond its head (a server may refuse it with 405).
+    async fn close_session(&self) {
+        if lock(&self.session).is_some() {
+            let _ = self.request(hyper::Method::DELETE, None).await;
+        }
+    }
+
     /// Records and POSTs one message; returns the response head.
     async fn post(&self, body: Vec<u8>) -> Result<hyper::Response<Incoming>, Fault> {
-        let deadline = Instant::now() + self.timeout;
-        let url = self.endpoint.url().to_string();
         let len = body.len() as u64;
         self.log.record(
             Direction::ToServer,
@@ -230,6 +277,18 @@ impl HttpShared {
             len,
             false,
         );
+        self.request(hyper::Method::POST, Some(body)).await
+    }
+
+    /// One request on a connection of its own, with the session's headers: a POST of
+    /// `body`, or a GET or DELETE without one; returns the response head.
+    async fn request(
+        &self,
+        method: hyper::Method,
+        body: Option<Vec<u8>>,
+    ) -> Result<hyper::Response<Incoming>, Fault> {
+        let deadline = Instant::now() + self.timeout;
+        let url = self.endpoint.url().to_string();
         let endpoint = self.endpoint.clone();
         let timeout = self.timeout;
         let dialled = tokio::time::timeout_at(
@@ -261,10 +320,18 @@ impl HttpShared {
         self.spawn(async move {
             let _ = connection.await;
         });
-        let mut request = hyper::Request::post(self.endpoint.path())
+        let accept = match method {
+            hyper::Method::GET => "text/event-stream",
+            _ => "application/json, text/event-stream",
+        };
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(self.endpoint.path())
             .header(HOST, self.endpoint.authority())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream");
+            .header(ACCEPT, accept);
+        if body.is_some() {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION_ID, session);
         }
@@ -272,7 +339,7 @@ impl HttpShared {
             request = request.header(PROTOCOL_VERSION, version);
         }
         let request = request
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
             .map_err(|error| connect(std::io::Error::other(error)))?;
         match tokio::time::timeout_at(deadline, sender.send_request(request)).await {
             Err(_) => Err(Fault::HttpTimeout { after: timeout }),
@@ -497,6 +564,15 @@ impl HttpShared {
             }
         }
     }
+}
+
+/// Whether a message is the client's `notifications/initialized`.
+fn initialized(item: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        item,
+        rmcp::model::JsonRpcMessage::Notification(n)
+            if matches!(n.notification, rmcp::model::ClientNotification::InitializedNotification(_))
+    )
 }
 
 /// The protocol version of an initialize result, for the later requests' header.

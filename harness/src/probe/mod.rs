@@ -306,11 +306,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             .lab
             .plant_with_mode(file.path, file.bytes, file.mode);
     }
-    // A server that takes its roots from the client is given the lab's work directory.
-    // Over HTTP a server may ask on the stream a GET opens, which vac does not open yet:
-    // roots are offered only where every request of the server is heard (a server that
-    // asks and gets no answer waits out its timeout, as server-everything's tool does).
-    if let Target::Stdio(_) = options.target {
+    // A server that takes its roots from the client, in the sandbox, is given the lab's
+    // work directory; a remote server is not in the lab, and is given none.
+    if options.target.command().is_some() {
         options.client.roots = vec![planted.record.work.display().to_string()];
     }
     let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
