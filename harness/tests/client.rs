@@ -573,21 +573,25 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
 /// [`MAX_SERVER_REQUESTS`] and ends at the next.
 #[tokio::test]
 async fn requests_past_the_session_cap_end_as_a_flood() {
-    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
+    let options = ClientOptions {
+        request_timeout: Duration::from_secs(60),
+        ..short_timeouts()
+    };
+    let (_child, log, session) = connect(&["normal"], options).await;
     let mut session = session.expect("connects");
     let error = session
         .call_tool("ask_answered", Map::new())
         .await
         .expect_err("a flood ends the session");
     assert!(
-        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("more than 1024")),
+        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("more than 16384")),
         "{error}"
     );
     let answers = sent(&log.drain())
         .into_iter()
         .filter(|m| m["id"].as_str().is_some_and(|id| id.starts_with('s')))
         .count();
-    assert_eq!(answers, 1024, "every request up to the cap was answered");
+    assert_eq!(answers, 16_384, "every request up to the cap was answered");
 }
 
 #[tokio::test]

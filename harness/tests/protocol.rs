@@ -343,3 +343,91 @@ fn an_instruction_to_the_model_in_chinese_is_confirmed_on_an_unannotated_tool() 
     assert!(matched.iter().any(|m| m.starts_with("[zh] ")), "{detail}");
     assert_report_matches(&probe);
 }
+
+/// A tool that, during its call, asks the client for a sampling, the roots and an
+/// elicitation, then pings it 10,000 times, reading every answer before the next request,
+/// and returns what it got: each is answered (sampling with the recorded reply, the roots
+/// with the lab's work directory, the elicitation declined, every ping), recorded as frames,
+/// and the tool's cells are graded.
+const ASKING: &str = r#"
+def tools(m):
+    return {"tools": [{"name": "chat", "description": "Chats with its client.",
+                       "inputSchema": {"type": "object"}}]}
+def ask(i, method, params):
+    send({"jsonrpc": "2.0", "id": f"c{i}", "method": method, "params": params})
+    return json.loads(sys.stdin.readline())
+def chat():
+    global REPLY
+    got = {
+        "sampling": ask(0, "sampling/createMessage", {"messages": [{"role": "user",
+                         "content": {"type": "text", "text": "Summarize."}}], "maxTokens": 10}),
+        "roots": ask(1, "roots/list", {}),
+        "elicitation": ask(2, "elicitation/create", {"message": "Your name?",
+                           "requestedSchema": {"type": "object", "properties": {}}}),
+    }
+    pongs = sum(1 for i in range(10_000) if "result" in ask(3 + i, "ping", {}))
+    got["pongs"] = pongs
+    REPLY = json.dumps(got)
+"#;
+
+#[test]
+fn server_requests_during_a_call_are_answered_recorded_and_bounded() {
+    if !privileged("server_requests_during_a_call_are_answered_recorded_and_bounded") {
+        return;
+    }
+    let script = python_server("asking", ASKING, "chat()");
+    let probe = probe(&["--timeout", "120"], &["/usr/bin/python3", "-c", &script]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    // Every cell of the tool graded: none errored by the requests.
+    let cells: Vec<&Value> = probe.json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tool"] == "chat")
+        .collect();
+    assert!(!cells.is_empty());
+    for c in &cells {
+        assert_ne!(c["verdict"], "errored", "{c:#}");
+    }
+    // What the tool got back, from its result in the receipts.
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    let result = log
+        .lines()
+        .filter(|l| l.contains(r#""direction":"from_server""#) && l.contains("pongs"))
+        .map(|l| {
+            let record: Value = serde_json::from_str(l).unwrap();
+            let frame: Value =
+                serde_json::from_str(record["body"]["bytes"]["stored"]["utf8"].as_str().unwrap())
+                    .unwrap();
+            let text = frame["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            serde_json::from_str::<Value>(&text).unwrap()
+        })
+        .next()
+        .expect("the tool's result is recorded");
+    assert_eq!(result["pongs"], 10_000, "{result}");
+    let reply = result["sampling"]["result"]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reply.starts_with("Done."), "{reply}");
+    let roots = &result["roots"]["result"]["roots"];
+    assert_eq!(roots.as_array().unwrap().len(), 1, "{roots}");
+    assert!(
+        roots[0]["uri"].as_str().unwrap().starts_with("file:///"),
+        "{roots}"
+    );
+    assert!(
+        roots[0]["uri"].as_str().unwrap().ends_with("/work"),
+        "{roots}"
+    );
+    assert_eq!(
+        result["elicitation"]["result"]["action"], "decline",
+        "{result}"
+    );
+    // Each request and each answer is a frame of its own.
+    let pings = log.matches(r#"\"method\":\"ping\""#).count();
+    assert!(pings >= 10_000, "{pings} pings recorded");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}

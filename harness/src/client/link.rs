@@ -75,10 +75,12 @@ pub(crate) struct Noise {
 /// stdout with text costs vac parsing time, not only bytes, which the total cap bounds).
 pub(crate) const MAX_NOISE_LINES: u64 = 1024;
 
-/// Requests to the client a session answers; one more is a protocol fault. The SDK answers
-/// each in a task of its own: a server that sends requests without reading the answers
-/// would otherwise hold vac's memory in answers it never takes.
-pub(crate) const MAX_SERVER_REQUESTS: u64 = 1024;
+/// Requests to the client a session answers; one more is a protocol fault. What bounds
+/// vac's memory is [`MAX_UNANSWERED`] (the SDK answers each request in a task of its own,
+/// and a server that never reads the answers would hold them all); this bounds the
+/// receipts (two frames a request) and the time a chatty server takes, while a server
+/// that pings its client ten thousand times in a call is still answered.
+pub(crate) const MAX_SERVER_REQUESTS: u64 = 16_384;
 
 /// Requests to the client left unanswered at once, at most: beyond, the server is not
 /// reading what vac writes back.
