@@ -111,6 +111,16 @@ struct ProbeArgs {
     /// sandbox; vac connects inside the sandbox's network namespace.
     #[arg(long, value_name = "PORT[/PATH]", value_parser = parse_http)]
     http: Option<(u16, String)>,
+    /// Send the header NAME: VALUE with every HTTP request (--url, --http; repeatable):
+    /// credentials. Its value is written nowhere: the receipts name the header only, and
+    /// anything the server echoes of it is masked.
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    header: Vec<String>,
+    /// Send `Authorization: Bearer <token>` with every HTTP request, the token taken from
+    /// the environment variable VAR (so it is in no command line or shell history), and
+    /// written nowhere.
+    #[arg(long = "bearer-env", value_name = "VAR")]
+    bearer_env: Option<String>,
     /// Set NAME=VALUE in the server's environment (repeatable). `{work}`, `{home}` and
     /// `{tmp}` become the lab's paths as the server sees them, here, in --arg values and in
     /// the command.
@@ -450,7 +460,19 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         },
         (None, None) => Target::Stdio(host_relative(args.command)?),
     };
+    let headers = match credentials(&args.header, args.bearer_env.as_deref()) {
+        Ok(headers) if !headers.is_empty() && matches!(target, Target::Stdio(_)) => {
+            eprintln!("vac: --header and --bearer-env are for HTTP targets (--url, --http)");
+            return Ok(Exit::Usage.into());
+        }
+        Ok(headers) => headers,
+        Err(message) => {
+            eprintln!("vac: {message}");
+            return Ok(Exit::Usage.into());
+        }
+    };
     let mut options = ProbeOptions::new(target, out);
+    options.client.headers = headers;
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
@@ -1305,6 +1327,53 @@ fn verify_probe(path: &std::path::Path) -> Exit {
             Exit::Broken
         }
     }
+}
+
+/// The headers of `--header NAME=VALUE` and `--bearer-env VAR`, checked as HTTP allows;
+/// an error names the option and the header or variable, never a value.
+fn credentials(
+    given: &[String],
+    bearer_env: Option<&str>,
+) -> Result<Vec<vac_harness::client::Header>, String> {
+    let mut headers = Vec::new();
+    for text in given {
+        let Some((name, value)) = text.split_once('=') else {
+            let name = text.split(':').next().unwrap_or_default();
+            return Err(format!("--header {name}: give it as NAME=VALUE"));
+        };
+        let name = name.trim();
+        if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(format!("--header {name:?}: not a valid header name"));
+        }
+        if hyper::header::HeaderValue::from_str(value).is_err() {
+            return Err(format!(
+                "--header {name}: its value is not a valid header value"
+            ));
+        }
+        headers.push(vac_harness::client::Header {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    if let Some(var) = bearer_env {
+        let token = std::env::var(var).unwrap_or_default();
+        if token.trim().is_empty() {
+            return Err(format!(
+                "--bearer-env {var}: the variable is not set, or empty"
+            ));
+        }
+        let value = format!("Bearer {}", token.trim());
+        if hyper::header::HeaderValue::from_str(&value).is_err() {
+            return Err(format!(
+                "--bearer-env {var}: its token is not a valid header value"
+            ));
+        }
+        headers.push(vac_harness::client::Header {
+            name: "Authorization".to_owned(),
+            value,
+        });
+    }
+    Ok(headers)
 }
 
 fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {

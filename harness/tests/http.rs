@@ -298,6 +298,8 @@ enum Broken {
     Redirect,
     /// An SSE event longer than the message cap (4 MiB by default).
     HugeEvent,
+    /// 401 with an MCP authorization challenge.
+    Unauthorized,
 }
 
 /// Serves `broken` on 127.0.0.1 from threads of this test; returns the URL and how many
@@ -366,6 +368,11 @@ fn answer(stream: TcpStream, broken: Broken, location: &str) {
             "boom",
         ),
         Broken::Redirect => reply("302 Found", &format!("location: {location}\r\n"), ""),
+        Broken::Unauthorized => reply(
+            "401 Unauthorized",
+            "www-authenticate: Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource\", scope=\"files:read\"\r\ncontent-type: application/json\r\n",
+            r#"{"error":"invalid_token"}"#,
+        ),
         Broken::ForgetsSession if session => reply(
             "404 Not Found",
             "content-type: text/plain\r\n",
@@ -459,6 +466,19 @@ fn forgotten_session_id_is_errored() {
     errored(
         Broken::ForgetsSession,
         &["HTTP 404", "session \"s-1\" is unknown or expired"],
+    );
+}
+
+#[test]
+fn a_server_that_wants_authorization_says_so_and_what_it_asked_for() {
+    errored(
+        Broken::Unauthorized,
+        &[
+            "needs authorization",
+            "initialize with HTTP 401",
+            "resource_metadata=",
+            "files:read",
+        ],
     );
 }
 
@@ -635,4 +655,169 @@ fn a_request_on_the_get_stream_is_answered_and_the_session_is_deleted_at_the_end
     );
     assert_eq!(frames("to_server", r#"\"id\":\"g-1\",\"result\":{}"#), 1);
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+}
+
+/// The bearer token the guarded server wants.
+const TOKEN: &str = "tok-e2e-4bd1c7f2a9d05e61";
+
+/// A server that answers only requests bearing [`TOKEN`] (401 with a challenge otherwise)
+/// and whose one tool echoes the credentials it was sent, as a careless server would.
+fn serve_guarded() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || guarded(stream));
+        }
+    });
+    url
+}
+
+fn guarded(stream: TcpStream) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
+    let (mut length, mut authorization) = (0, String::new());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(value) = lower.strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("authorization:") {
+            authorization = line["authorization:".len()..].trim().to_string();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let reply = |status: &str, headers: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let json_reply = |value: Value| {
+        reply(
+            "200 OK",
+            "content-type: application/json\r\nmcp-session-id: g-1\r\n",
+            &value.to_string(),
+        )
+    };
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let method = request_line.split(' ').next().unwrap_or_default();
+    let text = if authorization != format!("Bearer {TOKEN}") {
+        reply(
+            "401 Unauthorized",
+            "www-authenticate: Bearer scope=\"echo\"\r\n",
+            "",
+        )
+    } else if method != "POST" {
+        reply("405 Method Not Allowed", "", "")
+    } else {
+        match request["method"].as_str() {
+            Some("initialize") => json_reply(json!({"jsonrpc": "2.0", "id": request["id"],
+                "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "guarded", "version": "1"}}})),
+            Some("tools/list") => json_reply(json!({"jsonrpc": "2.0", "id": request["id"],
+                "result": {"tools": [{"name": "whoami", "description": "Says who you are.",
+                    "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}]}})),
+            Some("tools/call") => json_reply(json!({"jsonrpc": "2.0", "id": request["id"],
+                "result": {"content": [{"type": "text",
+                    "text": format!("you came with {authorization}; token {TOKEN}")}]}})),
+            Some(_) if request.get("id").is_some() => {
+                json_reply(json!({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+            }
+            _ => reply("202 Accepted", "", ""),
+        }
+    };
+    let mut stream = stream;
+    let _ = stream.write_all(text.as_bytes());
+}
+
+#[test]
+fn a_bearer_token_from_the_environment_is_sent_and_written_nowhere() {
+    let url = serve_guarded();
+    let dir = tempfile::tempdir().unwrap();
+    let receipts = dir.path().join("receipts");
+    let output = Command::new(VAC)
+        .args(["probe", "--json", "--timeout", "5", "--out"])
+        .arg(&receipts)
+        .args(["--bearer-env", "VAC_TEST_TOKEN", "--url", &url])
+        .env("VAC_TEST_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(json["status"], "completed", "{json:#}");
+    // The tool was called with the credentials, and echoed them: masked in the receipts.
+    let log = std::fs::read_to_string(receipts.join("receipts.jsonl")).unwrap();
+    let echoes: Vec<&str> = log.lines().filter(|l| l.contains("you came")).collect();
+    assert!(
+        log.contains("you came with ******"),
+        "the echo is not recorded: {echoes:?}"
+    );
+    assert!(
+        log.contains("Authorization: <redacted>"),
+        "the header is not named"
+    );
+    for (place, text) in [("stdout", &*stdout), ("stderr", &*stderr)] {
+        assert!(!text.contains(TOKEN), "the token is on vac's {place}");
+    }
+    let mut stack = vec![receipts.clone()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                let bytes = std::fs::read(entry.path()).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(TOKEN),
+                    "the token is in {}",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+    assert_eq!(verify(&receipts).status.code(), Some(0));
+
+    // Without it: the server's refusal, and what it asked for.
+    let probe = probe_url(&url);
+    let error = probe.json["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("needs authorization") && error.contains("scope=\\\"echo\\\""),
+        "{error}"
+    );
+    // A variable that is not set, and credentials for a server on stdio: usage errors that
+    // name the option.
+    let unset = Command::new(VAC)
+        .args([
+            "probe",
+            "--bearer-env",
+            "VAC_TEST_NO_SUCH_VAR",
+            "--url",
+            &url,
+        ])
+        .env_remove("VAC_TEST_NO_SUCH_VAR")
+        .output()
+        .unwrap();
+    assert_eq!(unset.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unset.stderr).contains("--bearer-env VAC_TEST_NO_SUCH_VAR"));
+    let stdio = vac(&["probe", "--header", "X-Key=abcdefgh12", "--", "/bin/true"]);
+    assert_eq!(stdio.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&stdio.stderr);
+    assert!(
+        said.contains("for HTTP targets") && !said.contains("abcdefgh12"),
+        "{said}"
+    );
 }

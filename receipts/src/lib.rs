@@ -49,7 +49,7 @@ pub use seal::{SealError, SignatureStatus, seal_message};
 pub use verify::{
     Recovery, ResumePoint, VerifyOptions, VerifyReport, recover, verify, verify_each,
 };
-pub use writer::{Clock, Limits, ReceiptWriter, WriteError, WriterOptions};
+pub use writer::{Clock, Limits, REDACT_MIN, ReceiptWriter, WriteError, WriterOptions};
 
 /// The ed25519 key types a seal is signed and checked with.
 pub use ed25519_dalek::{SigningKey, VerifyingKey};

@@ -106,6 +106,9 @@ pub struct ReceiptWriter {
     unsynced_blobs: Vec<PathBuf>,
     line: Vec<u8>,
     poisoned: bool,
+    /// Byte strings never written ([`ReceiptWriter::redact`]): each form a secret takes in
+    /// a record, and the mask of the same length that replaces it.
+    redactions: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> WriteError + use<> {
@@ -188,6 +191,52 @@ impl ReceiptWriter {
             unsynced_blobs: Vec::new(),
             line: Vec::with_capacity(1024),
             poisoned: false,
+            redactions: Vec::new(),
+        }
+    }
+
+    /// Never writes `secret` from now on (credentials a user gave for a server, which the
+    /// server may echo): in every later record — as it is, as it reads inside a JSON
+    /// string, and as hex (a payload that is not UTF-8) — and in every blob, it is replaced
+    /// by as many `*` as it has bytes (in hex, `2a`s), so every payload keeps its length and
+    /// the log its canonical form. Secrets shorter than [`REDACT_MIN`] bytes are refused (false): masking them
+    /// would mask ordinary text.
+    pub fn redact(&mut self, secret: &[u8]) -> bool {
+        if secret.len() < REDACT_MIN {
+            return false;
+        }
+        let hex: Vec<u8> = secret
+            .iter()
+            .flat_map(|b| format!("{b:02x}").into_bytes())
+            .collect();
+        let escaped = serde_json::to_string(&String::from_utf8_lossy(secret))
+            .map(|s| s.as_bytes()[1..s.len() - 1].to_vec())
+            .unwrap_or_default();
+        // Each mask decodes to as many bytes as the secret has: a payload keeps its length.
+        let stars = vec![b'*'; secret.len()];
+        for (form, mask) in [
+            (secret.to_vec(), stars.clone()),
+            (escaped, stars),
+            (hex, b"2a".repeat(secret.len())),
+        ] {
+            if form.is_empty() || self.redactions.iter().any(|(f, _)| *f == form) {
+                continue;
+            }
+            self.redactions.push((form, mask));
+        }
+        true
+    }
+
+    /// `bytes` with every redacted form masked (a mask may be shorter than its form: an
+    /// escaped secret's mask is as long as the secret).
+    fn masked(&self, bytes: &mut Vec<u8>) {
+        for (form, mask) in &self.redactions {
+            let mut at = 0;
+            while let Some(found) = find(&bytes[at..], form) {
+                let start = at + found;
+                bytes.splice(start..start + form.len(), mask.iter().copied());
+                at = start + mask.len();
+            }
         }
     }
 
@@ -303,6 +352,15 @@ impl ReceiptWriter {
     }
 
     fn store(&mut self, bytes: &[u8]) -> Result<BlobRef, WriteError> {
+        let masked;
+        let bytes = if self.redactions.is_empty() {
+            bytes
+        } else {
+            let mut copy = bytes.to_vec();
+            self.masked(&mut copy);
+            masked = copy;
+            &masked
+        };
         let (blob, written) = self.blobs.put(bytes)?;
         if let Some(path) = written {
             self.run_blob_bytes += blob.len;
@@ -365,6 +423,11 @@ impl ReceiptWriter {
             body,
         };
         record.write_line(&mut self.line);
+        if !self.redactions.is_empty() {
+            let mut line = std::mem::take(&mut self.line);
+            self.masked(&mut line);
+            self.line = line;
+        }
         let hash = Digest::of(&self.line);
         self.line.push(b'\n');
         // A failed write may leave part of a line behind; only resume can tell what landed.
@@ -377,6 +440,17 @@ impl ReceiptWriter {
         self.seq += 1;
         Ok((hash, record.body))
     }
+}
+
+/// The shortest secret [`ReceiptWriter::redact`] masks.
+pub const REDACT_MIN: usize = 8;
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || needle.len() > haystack.len() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 fn sync_dir(dir: &Path) -> Result<(), WriteError> {

@@ -220,3 +220,56 @@ proptest! {
         prop_assert_eq!(read, frames);
     }
 }
+
+/// A redacted secret is written nowhere in the directory — as text, inside a JSON string
+/// (escaped), as hex of a payload that is not UTF-8, in a blob — and the log still
+/// verifies with every length as it was; a secret too short to mask is refused.
+#[test]
+fn a_redacted_secret_is_written_nowhere_and_the_log_still_verifies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut w =
+        ReceiptWriter::create(dir.path(), fixed_options(), campaign_start()).expect("create");
+    let secret = "tok\"en-9f3a7c1e";
+    assert!(!w.redact(b"short"));
+    assert!(w.redact(secret.as_bytes()));
+    w.append(start("r")).expect("start");
+    let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"echo":"Bearer {secret}"}}}}"#);
+    let inline = frame(&mut w, "r", text.as_bytes());
+    let mut binary = vec![0xff, 0x00];
+    binary.extend_from_slice(secret.as_bytes());
+    let hexed = frame(&mut w, "r", &binary);
+    // Past the inline cap (96 bytes here), under the blob cap.
+    let mut big = secret.as_bytes().to_vec();
+    big.extend_from_slice(&[b'x'; 200]);
+    let blob = frame(&mut w, "r", &big);
+    for body in [inline, hexed, blob.clone(), end("r")] {
+        w.append(body).expect("append");
+    }
+    w.seal(None).expect("seal");
+    verify(dir.path(), &VerifyOptions::default()).expect("the redacted log verifies");
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    let escaped = serde_json::to_string(secret).unwrap();
+    let escaped = &escaped[1..escaped.len() - 1];
+    let mut files = vec![dir.path().join("receipts.jsonl")];
+    let mut stack = vec![dir.path().join("blobs")];
+    while let Some(next) = stack.pop() {
+        for entry in fs::read_dir(&next).into_iter().flatten().flatten() {
+            match entry.file_type().unwrap().is_dir() {
+                true => stack.push(entry.path()),
+                false => files.push(entry.path()),
+            }
+        }
+    }
+    assert!(files.len() >= 2, "the large frame is a blob: {files:?}");
+    for file in &files {
+        let bytes = fs::read(file).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for form in [secret, escaped, hex.as_str()] {
+            assert!(!text.contains(form), "{form:?} in {}", file.display());
+        }
+    }
+    // The lengths are the originals: the blob's frame says the whole frame was kept.
+    let Body::Frame(frame) = blob else { panic!() };
+    assert_eq!(frame.bytes.len, big.len() as u64);
+    assert!(!frame.bytes.is_truncated());
+}

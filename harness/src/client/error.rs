@@ -80,6 +80,17 @@ pub enum ClientError {
         note: String,
         excerpt: String,
     },
+    /// The server wants credentials (MCP authorization): what it asked for is its
+    /// `WWW-Authenticate` challenge, which names the scheme, the protected-resource
+    /// metadata and the scopes.
+    #[error(
+        "server needs authorization: it answered {during} with HTTP {status} and asked for {challenge}; vac had no credentials to give it"
+    )]
+    NeedsAuthorization {
+        during: &'static str,
+        status: u16,
+        challenge: String,
+    },
     #[error(
         "server answered {during} with HTTP {status} of type {content_type:?}, neither JSON nor an SSE stream: {excerpt:?}"
     )]
@@ -162,6 +173,11 @@ pub(crate) enum Fault {
         content_type: String,
         excerpt: String,
     },
+    /// HTTP 401: the server's `WWW-Authenticate` challenge, if it sent one.
+    Unauthorized {
+        status: u16,
+        challenge: Option<String>,
+    },
 }
 
 /// Bytes of a body quoted in an error message.
@@ -209,6 +225,14 @@ impl Fault {
                     _ => String::new(),
                 },
                 excerpt: quoted(excerpt),
+            },
+            Fault::Unauthorized { status, challenge } => ClientError::NeedsAuthorization {
+                during,
+                status,
+                challenge: match challenge {
+                    Some(challenge) => format!("{:?}", quoted(challenge)),
+                    None => "nothing it named (no WWW-Authenticate header)".to_owned(),
+                },
             },
             Fault::ContentType {
                 status,

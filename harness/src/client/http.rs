@@ -55,6 +55,8 @@ pub(crate) struct HttpShared {
     link: Arc<LinkShared>,
     max_message: usize,
     max_total: u64,
+    /// The user's headers (credentials), on every request.
+    headers: Vec<super::options::Header>,
     timeout: Duration,
     total: AtomicU64,
     session: Mutex<Option<String>>,
@@ -96,6 +98,7 @@ impl HttpLink {
             link,
             max_message: options.max_line_bytes,
             max_total: options.max_total_bytes,
+            headers: options.headers.clone(),
             timeout: options.request_timeout.max(options.initialize_timeout),
             total: AtomicU64::new(0),
             session: Mutex::new(None),
@@ -332,15 +335,23 @@ impl HttpShared {
         if body.is_some() {
             request = request.header(CONTENT_TYPE, "application/json");
         }
+        for header in &self.headers {
+            request = request.header(header.name.as_str(), header.value.as_str());
+        }
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION_ID, session);
         }
         if let Some(version) = lock(&self.version).clone() {
             request = request.header(PROTOCOL_VERSION, version);
         }
+        // The error of a bad header would quote its value: name only what is wrong.
         let request = request
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|error| connect(std::io::Error::other(error)))?;
+            .map_err(|_| {
+                connect(std::io::Error::other(
+                    "a header vac was given is not valid HTTP",
+                ))
+            })?;
         match tokio::time::timeout_at(deadline, sender.send_request(request)).await {
             Err(_) => Err(Fault::HttpTimeout { after: timeout }),
             Ok(Err(error)) => Err(http_error(error)),
@@ -377,11 +388,21 @@ impl HttpShared {
             .unwrap_or_default()
             .trim()
             .to_ascii_lowercase();
+        let challenge = header(hyper::header::WWW_AUTHENTICATE);
         let mut body = response.into_body();
         if matches!(status.as_u16(), 202 | 204) {
             // Accepted: a notification or a response needs no answer; any body is kept.
             self.excerpt(&mut body).await;
             return Ok(());
+        }
+        if status == hyper::StatusCode::UNAUTHORIZED {
+            // The body of a refusal is kept like any unusable one; the challenge says
+            // what the server wants.
+            self.excerpt(&mut body).await;
+            return Err(Fault::Unauthorized {
+                status: status.as_u16(),
+                challenge,
+            });
         }
         if !status.is_success() {
             let excerpt = self.excerpt(&mut body).await;

@@ -32,6 +32,28 @@ pub struct ClientOptions {
     /// roots are not offered and such a request gets an empty list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub roots: Vec<String>,
+    /// Headers sent with every HTTP request (credentials: `--header`, `--bearer-env`).
+    /// Recorded by name only; their values are redacted from the receipts.
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "header_names")]
+    pub headers: Vec<Header>,
+}
+
+/// One HTTP header a user gave, its value a secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for Header {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: <redacted>", self.name)
+    }
+}
+
+/// Headers as the configuration records them: `NAME: <redacted>`.
+fn header_names<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(headers.iter().map(|h| format!("{}: <redacted>", h.name)))
 }
 
 impl Default for ClientOptions {
@@ -46,6 +68,7 @@ impl Default for ClientOptions {
             max_tool_pages: 64,
             sampling_reply: None,
             roots: Vec::new(),
+            headers: Vec::new(),
         }
     }
 }

@@ -322,6 +322,11 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         source,
     };
     let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
+    // A credential's value, and its token alone (`Bearer <token>`): a server may echo either.
+    recorder.redact(options.client.headers.iter().flat_map(|h| {
+        let token = h.value.split_once(' ').map(|(_, token)| token.trim());
+        std::iter::once(h.value.as_str()).chain(token)
+    }));
 
     let server = server(&options, &planted)?;
     let run_config = |calls: &[PlannedCall], first_index: usize| {

@@ -52,6 +52,14 @@ impl Recorder {
         Ok(Recorder { writer })
     }
 
+    /// Never writes `secrets` (the values of the user's HTTP headers) from now on
+    /// ([`ReceiptWriter::redact`]); the first record's configuration names them only.
+    pub(crate) fn redact<'a>(&mut self, secrets: impl IntoIterator<Item = &'a str>) {
+        for secret in secrets {
+            self.writer.redact(secret.as_bytes());
+        }
+    }
+
     /// Pre-registers the contract (bytes and hash) before any probe call; returns its hash.
     pub(crate) fn contract(&mut self, name: &str, text: &str) -> Result<String, WriteError> {
         let contract = Contract::new(name, text);
