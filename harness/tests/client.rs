@@ -584,14 +584,14 @@ async fn requests_past_the_session_cap_end_as_a_flood() {
         .await
         .expect_err("a flood ends the session");
     assert!(
-        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("more than 16384")),
+        matches!(&error, ClientError::RequestFlood { detail, .. } if detail.contains("more than 32768")),
         "{error}"
     );
     let answers = sent(&log.drain())
         .into_iter()
         .filter(|m| m["id"].as_str().is_some_and(|id| id.starts_with('s')))
         .count();
-    assert_eq!(answers, 16_384, "every request up to the cap was answered");
+    assert_eq!(answers, 32_768, "every request up to the cap was answered");
 }
 
 #[tokio::test]

@@ -427,7 +427,7 @@ fn server_requests_during_a_call_are_answered_recorded_and_bounded() {
         "{result}"
     );
     // Each request and each answer is a frame of its own.
-    let pings = log.matches(r#"\"method\":\"ping\""#).count();
+    let pings = log.matches(r#"\"method\": \"ping\""#).count();
     assert!(pings >= 10_000, "{pings} pings recorded");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
 }

@@ -78,9 +78,10 @@ pub(crate) const MAX_NOISE_LINES: u64 = 1024;
 /// Requests to the client a session answers; one more is a protocol fault. What bounds
 /// vac's memory is [`MAX_UNANSWERED`] (the SDK answers each request in a task of its own,
 /// and a server that never reads the answers would hold them all); this bounds the
-/// receipts (two frames a request) and the time a chatty server takes, while a server
-/// that pings its client ten thousand times in a call is still answered.
-pub(crate) const MAX_SERVER_REQUESTS: u64 = 16_384;
+/// receipts (two frames a request, under the frame log's 100,000) and the time a chatty
+/// server takes, while a server that pings its client ten thousand times in each of a few
+/// calls of a session is still answered.
+pub(crate) const MAX_SERVER_REQUESTS: u64 = 32_768;
 
 /// Requests to the client left unanswered at once, at most: beyond, the server is not
 /// reading what vac writes back.

@@ -56,8 +56,8 @@ def call(request_id, name, arguments):
             send({"jsonrpc": "2.0", "id": "s" + str(i).zfill(300), "method": "ping"})
     elif name == "ask_answered":
         # Requests to the client, each answer read before the next: past the session's
-        # cap of 16,384.
-        for i in range(17_000):
+        # cap of 32,768.
+        for i in range(33_000):
             send({"jsonrpc": "2.0", "id": f"s{i}", "method": "ping"})
             if not sys.stdin.buffer.readline():
                 return
