@@ -515,9 +515,16 @@ fn bad_url_is_a_usage_error() {
 #[derive(Default)]
 struct Heard {
     /// vac's answer to the ping the server sent on the GET stream arrived.
-    answered: std::sync::atomic::AtomicBool,
+    answered: std::sync::Mutex<bool>,
+    arrived: std::sync::Condvar,
     gets: AtomicUsize,
     deletes: AtomicUsize,
+}
+
+impl Heard {
+    fn answered(&self) -> bool {
+        *self.answered.lock().unwrap()
+    }
 }
 
 /// A server that sends a request of its own (a `ping`, id `g-1`) on the GET stream only,
@@ -587,13 +594,9 @@ fn listening(stream: TcpStream, heard: &Heard) {
             {
                 return;
             }
-            // Held open, as a server's stream is, until vac closes it (bounded).
-            for _ in 0..600 {
-                std::thread::sleep(Duration::from_millis(50));
-                if stream.write_all(b": keep-alive\n\n").is_err() {
-                    return;
-                }
-            }
+            // Held open, as a server's stream is, until vac closes it (at most 30 s).
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+            let _ = stream.read(&mut [0u8; 1]);
             return;
         }
         "DELETE" => {
@@ -607,18 +610,19 @@ fn listening(stream: TcpStream, heard: &Heard) {
                     "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                                "serverInfo": {"name": "listening", "version": "1"}}})),
                 Some("tools/list") => {
-                    for _ in 0..200 {
-                        if heard.answered.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
+                    // Once the ping is answered, or after 10 s.
+                    let answered = heard.answered.lock().unwrap();
+                    let _ = heard
+                        .arrived
+                        .wait_timeout_while(answered, Duration::from_secs(10), |a| !*a)
+                        .unwrap();
                     json_reply(
                         json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}),
                     )
                 }
                 None if request["id"] == "g-1" && request["result"].is_object() => {
-                    heard.answered.store(true, Ordering::SeqCst);
+                    *heard.answered.lock().unwrap() = true;
+                    heard.arrived.notify_all();
                     reply("202 Accepted", "", "")
                 }
                 _ => reply("202 Accepted", "", ""),
@@ -633,7 +637,7 @@ fn a_request_on_the_get_stream_is_answered_and_the_session_is_deleted_at_the_end
     let (url, heard) = serve_listening();
     let probe = probe_url(&url);
     assert!(
-        heard.answered.load(Ordering::SeqCst),
+        heard.answered(),
         "the ping on the GET stream was not answered: {:#}",
         probe.json
     );
