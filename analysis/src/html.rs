@@ -363,11 +363,7 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
 /// A server's behaviour profile, when its receipts recorded one: folded, one item per tool
 /// that did anything, then how many did nothing the sensors saw.
 fn profile(h: &mut String, s: &ServerMap) {
-    let profiled: Vec<(&str, &[crate::map::Seen])> = s
-        .tools
-        .iter()
-        .filter_map(|t| Some((t.name.as_str(), t.profile.as_deref()?)))
-        .collect();
+    let profiled = s.profiled();
     if profiled.is_empty() {
         return;
     }

@@ -64,6 +64,17 @@ pub struct Seen {
     pub distinct: u64,
 }
 
+impl ServerMap {
+    /// The behaviour profile of each tool whose receipts recorded one, in map order (empty
+    /// when none did: receipts from before profiles were recorded).
+    pub fn profiled(&self) -> Vec<(&str, &[Seen])> {
+        self.tools
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.profile.as_deref()?)))
+            .collect()
+    }
+}
+
 impl Seen {
     /// Targets the records counted but did not list.
     pub fn omitted(&self) -> u64 {

@@ -298,11 +298,7 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
 /// A server's behaviour profile, when its receipts recorded one: per tool that did
 /// anything, what; then how many did nothing the sensors saw.
 fn profile_markdown(md: &mut String, s: &crate::map::ServerMap) {
-    let profiled: Vec<(&str, &[crate::map::Seen])> = s
-        .tools
-        .iter()
-        .filter_map(|t| Some((t.name.as_str(), t.profile.as_deref()?)))
-        .collect();
+    let profiled = s.profiled();
     if profiled.is_empty() {
         return;
     }

@@ -326,36 +326,85 @@ fn serve(broken: Broken) -> (String, Arc<AtomicUsize>) {
     (url, visits)
 }
 
+/// One HTTP request a test server read: its method, its headers (names lower-cased) and
+/// its body as JSON (`null` when it has none or it is not JSON).
+struct Request {
+    method: String,
+    headers: Vec<(String, String)>,
+    json: Value,
+}
+
+impl Request {
+    /// Reads one request; `None` when the connection ends first.
+    fn read(stream: &TcpStream) -> Option<Request> {
+        let mut reader = BufReader::new(stream.try_clone().ok()?);
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).ok()? == 0 {
+            return None;
+        }
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+            }
+        }
+        let length = headers
+            .iter()
+            .find(|(name, _)| name == "content-length")
+            .and_then(|(_, value)| value.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        Some(Request {
+            method: request_line
+                .split(' ')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            headers,
+            json: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        })
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A whole HTTP/1.1 answer that closes its connection.
+fn reply(status: &str, headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A JSON answer in session `session`.
+fn json_reply(session: &str, value: &Value) -> String {
+    reply(
+        "200 OK",
+        &format!("content-type: application/json\r\nmcp-session-id: {session}\r\n"),
+        &value.to_string(),
+    )
+}
+
 fn answer(stream: TcpStream, broken: Broken, location: &str) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut length = 0;
-    let mut session = false;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(value) = lower.strip_prefix("content-length:") {
-            length = value.trim().parse().unwrap_or(0);
-        }
-        session |= lower.starts_with("mcp-session-id:");
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
+    let Some(read) = Request::read(&stream) else {
         return;
-    }
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let mut stream = stream;
-    let reply = |status: &str, headers: &str, body: &str| {
-        format!(
-            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
     };
+    let session = read.header("mcp-session-id").is_some();
+    let request = read.json;
+    let mut stream = stream;
     let text = match broken {
         Broken::Html => reply(
             "200 OK",
@@ -545,44 +594,11 @@ fn serve_listening() -> (String, Arc<Heard>) {
 }
 
 fn listening(stream: TcpStream, heard: &Heard) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+    let Some(request) = Request::read(&stream) else {
         return;
-    }
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = value.trim().parse().unwrap_or(0);
-        }
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    };
     let mut stream = stream;
-    let reply = |status: &str, headers: &str, body: &str| {
-        format!(
-            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    let json_reply = |value: Value| {
-        reply(
-            "200 OK",
-            "content-type: application/json\r\nmcp-session-id: s-1\r\n",
-            &value.to_string(),
-        )
-    };
-    let method = request_line.split(' ').next().unwrap_or_default();
-    let text = match method {
+    let text = match request.method.as_str() {
         "GET" => {
             heard.gets.fetch_add(1, Ordering::SeqCst);
             let head =
@@ -604,11 +620,14 @@ fn listening(stream: TcpStream, heard: &Heard) {
             reply("200 OK", "", "")
         }
         _ => {
-            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let request = request.json;
             match request["method"].as_str() {
-                Some("initialize") => json_reply(json!({"jsonrpc": "2.0", "id": request["id"],
+                Some("initialize") => json_reply(
+                    "s-1",
+                    &json!({"jsonrpc": "2.0", "id": request["id"],
                     "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                               "serverInfo": {"name": "listening", "version": "1"}}})),
+                               "serverInfo": {"name": "listening", "version": "1"}}}),
+                ),
                 Some("tools/list") => {
                     // Once the ping is answered, or after 10 s.
                     let answered = heard.answered.lock().unwrap();
@@ -617,7 +636,8 @@ fn listening(stream: TcpStream, heard: &Heard) {
                         .wait_timeout_while(answered, Duration::from_secs(10), |a| !*a)
                         .unwrap();
                     json_reply(
-                        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}),
+                        "s-1",
+                        &json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}),
                     )
                 }
                 None if request["id"] == "g-1" && request["result"].is_object() => {
@@ -678,47 +698,12 @@ fn serve_guarded() -> String {
 }
 
 fn guarded(stream: TcpStream) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+    let Some(read) = Request::read(&stream) else {
         return;
-    }
-    let (mut length, mut authorization) = (0, String::new());
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(value) = lower.strip_prefix("content-length:") {
-            length = value.trim().parse().unwrap_or(0);
-        }
-        if lower.starts_with("authorization:") {
-            authorization = line["authorization:".len()..].trim().to_string();
-        }
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let reply = |status: &str, headers: &str, body: &str| {
-        format!(
-            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
     };
-    let json_reply = |value: Value| {
-        reply(
-            "200 OK",
-            "content-type: application/json\r\nmcp-session-id: g-1\r\n",
-            &value.to_string(),
-        )
-    };
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let method = request_line.split(' ').next().unwrap_or_default();
+    let authorization = read.header("authorization").unwrap_or_default().to_string();
+    let (method, request) = (read.method, read.json);
+    let json_reply = |value: Value| json_reply("g-1", &value);
     let text = if authorization != format!("Bearer {TOKEN}") {
         reply(
             "401 Unauthorized",
