@@ -33,7 +33,7 @@ struct Cli {
 enum Command {
     /// Audit one MCP server: `vac probe [--json] [--out DIR] [--http PORT[/PATH]] -- CMD ARGS…`
     /// (stdio, or Streamable HTTP served inside the sandbox) or `vac probe --url URL`.
-    Probe(ProbeArgs),
+    Probe(Box<ProbeArgs>),
     /// Recompute a receipt directory's hash chain and blobs and re-grade its verdicts; name
     /// the first bad record. A campaign directory: its chain, then every probe it lists.
     Verify(VerifyArgs),
@@ -103,14 +103,19 @@ struct ProbeArgs {
     /// hints), or a contract document (TOML; write `./intent` for a file of that name).
     #[arg(long, value_name = "intent|annotations|FILE")]
     contract: Option<PathBuf>,
-    /// Audit a running Streamable HTTP server at this http:// URL: no sandbox, so only the
-    /// protocol is witnessed and the other sensors are `capability_absent`.
+    /// Audit a running Streamable HTTP server at this http:// or https:// URL: no sandbox,
+    /// so only the protocol is witnessed and the other sensors are `capability_absent`. An
+    /// https server's certificate is verified against the system's CA store (and `--ca`).
     #[arg(long, conflicts_with_all = ["command", "http"])]
     url: Option<String>,
     /// The command serves Streamable HTTP on 127.0.0.1:PORT (default path /mcp) inside the
     /// sandbox; vac connects inside the sandbox's network namespace.
     #[arg(long, value_name = "PORT[/PATH]", value_parser = parse_http)]
     http: Option<(u16, String)>,
+    /// Also trust the certificates of this PEM file for an https:// --url (a private CA);
+    /// the system's CA store is trusted either way, and nothing skips verification.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    ca: Option<PathBuf>,
     /// Send the header NAME: VALUE with every HTTP request (--url, --http; repeatable):
     /// credentials. Its value is written nowhere: the receipts name the header only, and
     /// anything the server echoes of it is masked.
@@ -393,7 +398,7 @@ fn main() -> ExitCode {
         keep_mounts_off_the_host();
     }
     let outcome = match cli.command {
-        Command::Probe(args) => run_probe(args),
+        Command::Probe(args) => run_probe(*args),
         Command::Verify(args) => run_verify(args),
         Command::Report(args) => run_report(args),
         Command::Static(args) => run_static(args),
@@ -447,7 +452,13 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let out = args.out.unwrap_or_else(default_out);
     let target = match (args.url, args.http) {
         (Some(url), _) => match HttpEndpoint::parse(&url) {
-            Ok(endpoint) => Target::RemoteHttp(endpoint),
+            Ok(endpoint) => match endpoint.trust(args.ca.as_deref()) {
+                Ok(endpoint) => Target::RemoteHttp(endpoint),
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            },
             Err(error) => {
                 eprintln!("vac: --url: {error}");
                 return Ok(Exit::Usage.into());

@@ -336,8 +336,8 @@ struct Request {
 
 impl Request {
     /// Reads one request; `None` when the connection ends first.
-    fn read(stream: &TcpStream) -> Option<Request> {
-        let mut reader = BufReader::new(stream.try_clone().ok()?);
+    fn read(stream: &mut impl Read) -> Option<Request> {
+        let mut reader = BufReader::new(stream);
         let mut request_line = String::new();
         if reader.read_line(&mut request_line).ok()? == 0 {
             return None;
@@ -399,7 +399,7 @@ fn json_reply(session: &str, value: &Value) -> String {
 }
 
 fn answer(stream: TcpStream, broken: Broken, location: &str) {
-    let Some(read) = Request::read(&stream) else {
+    let Some(read) = Request::read(&mut &stream) else {
         return;
     };
     let session = read.header("mcp-session-id").is_some();
@@ -554,10 +554,13 @@ fn sse_event_over_the_message_cap_is_errored() {
 
 #[test]
 fn bad_url_is_a_usage_error() {
-    let output = vac(&["probe", "--url", "https://127.0.0.1:1/mcp"]);
+    let output = vac(&["probe", "--url", "ftp://127.0.0.1:1/mcp"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("only http:// URLs"), "{stderr}");
+    assert!(
+        stderr.contains("only http:// and https:// URLs"),
+        "{stderr}"
+    );
 }
 
 /// What the listening server of [`serve_listening`] saw.
@@ -594,7 +597,7 @@ fn serve_listening() -> (String, Arc<Heard>) {
 }
 
 fn listening(stream: TcpStream, heard: &Heard) {
-    let Some(request) = Request::read(&stream) else {
+    let Some(request) = Request::read(&mut &stream) else {
         return;
     };
     let mut stream = stream;
@@ -684,21 +687,49 @@ fn a_request_on_the_get_stream_is_answered_and_the_session_is_deleted_at_the_end
 /// The bearer token the guarded server wants.
 const TOKEN: &str = "tok-e2e-4bd1c7f2a9d05e61";
 
-/// A server that answers only requests bearing [`TOKEN`] (401 with a challenge otherwise)
-/// and whose one tool echoes the credentials it was sent, as a careless server would.
+/// The test CA (`tests/data/tls/`): its certificate, and the server's certificate (for
+/// 127.0.0.1 and localhost) and key, which it signed.
+const TLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tls");
+
+/// A TLS server on 127.0.0.1 with the test CA's certificate that answers only requests
+/// bearing [`TOKEN`] (401 with a challenge otherwise) and whose one tool echoes the
+/// credentials it was sent, as a careless server would; returns its https URL.
 fn serve_guarded() -> String {
+    use rustls_pki_types::pem::PemObject;
+    let certs = rustls_pki_types::CertificateDer::pem_file_iter(format!("{TLS_DIR}/server.pem"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key =
+        rustls_pki_types::PrivateKeyDer::from_pem_file(format!("{TLS_DIR}/server.key")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+    );
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let url = format!("https://{}/mcp", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || guarded(stream));
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let connection = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(connection, stream);
+                guarded(&mut tls);
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
         }
     });
     url
 }
 
-fn guarded(stream: TcpStream) {
-    let Some(read) = Request::read(&stream) else {
+fn guarded(stream: &mut (impl Read + Write)) {
+    let Some(read) = Request::read(stream) else {
         return;
     };
     let authorization = read.header("authorization").unwrap_or_default().to_string();
@@ -729,19 +760,19 @@ fn guarded(stream: TcpStream) {
             _ => reply("202 Accepted", "", ""),
         }
     };
-    let mut stream = stream;
     let _ = stream.write_all(text.as_bytes());
 }
 
 #[test]
-fn a_bearer_token_from_the_environment_is_sent_and_written_nowhere() {
+fn over_tls_with_a_private_ca_a_bearer_token_from_the_environment_is_sent_and_written_nowhere() {
     let url = serve_guarded();
+    let ca = format!("{TLS_DIR}/ca.pem");
     let dir = tempfile::tempdir().unwrap();
     let receipts = dir.path().join("receipts");
     let output = Command::new(VAC)
         .args(["probe", "--json", "--timeout", "5", "--out"])
         .arg(&receipts)
-        .args(["--bearer-env", "VAC_TEST_TOKEN", "--url", &url])
+        .args(["--bearer-env", "VAC_TEST_TOKEN", "--ca", &ca, "--url", &url])
         .env("VAC_TEST_TOKEN", TOKEN)
         .output()
         .unwrap();
@@ -780,13 +811,23 @@ fn a_bearer_token_from_the_environment_is_sent_and_written_nowhere() {
     }
     assert_eq!(verify(&receipts).status.code(), Some(0));
 
-    // Without it: the server's refusal, and what it asked for.
-    let probe = probe_url(&url);
+    // Without the token: the server's refusal, and what it asked for.
+    let probe = probe_with(&["--timeout", "3", "--ca", &ca, "--url", &url]);
     let error = probe.json["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("needs authorization") && error.contains("scope=\\\"echo\\\""),
         "{error}"
     );
+    // Without the private CA, the certificate is not trusted: nothing is sent.
+    let untrusted = probe_with(&["--timeout", "3", "--url", &url]);
+    let error = untrusted.json["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("invalid peer certificate") && error.contains("UnknownIssuer"),
+        "{error}"
+    );
+    let bad_ca = vac(&["probe", "--ca", "/nonexistent/ca.pem", "--url", &url]);
+    assert_eq!(bad_ca.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_ca.stderr).contains("--ca /nonexistent/ca.pem"));
     // A variable that is not set, and credentials for a server on stdio: usage errors that
     // name the option.
     let unset = Command::new(VAC)

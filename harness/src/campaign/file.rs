@@ -97,7 +97,8 @@ pub enum TargetKind {
 
 impl TargetKind {
     /// The probe target: a command on stdio or serving HTTP in the sandbox, or a remote URL
-    /// (an error when it is not an `http://` URL).
+    /// (an error when it is not an `http://` or `https://` URL, or when an https URL has no
+    /// CA store to be verified against).
     pub fn target(&self) -> Result<crate::probe::Target, String> {
         use crate::probe::Target;
         Ok(match self {
@@ -112,7 +113,10 @@ impl TargetKind {
                 path: path.clone(),
             },
             TargetKind::Url(url) => Target::RemoteHttp(
-                crate::client::HttpEndpoint::parse(url).map_err(|e| e.to_string())?,
+                crate::client::HttpEndpoint::parse(url)
+                    .map_err(|e| e.to_string())?
+                    .trust(None)
+                    .map_err(|e| e.to_string())?,
             ),
         })
     }

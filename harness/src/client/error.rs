@@ -52,17 +52,17 @@ pub enum ClientError {
         "server sent an HTTP message of at least {seen} bytes, over the {cap}-byte message cap"
     )]
     BodyTooLong { cap: usize, seen: u64 },
-    #[error("cannot connect to {url}")]
+    /// The cause is in the message: it is what a run's failure records (a refused
+    /// connection, a certificate vac does not trust).
+    #[error("cannot connect to {url}: {cause}")]
     Connect {
         url: String,
-        #[source]
-        source: Arc<std::io::Error>,
+        cause: Arc<std::io::Error>,
     },
-    #[error("the http exchange with {url} failed")]
+    #[error("the http exchange with {url} failed: {cause}")]
     Http {
         url: String,
-        #[source]
-        source: Arc<hyper::Error>,
+        cause: Arc<hyper::Error>,
     },
     #[error(
         "server answered {during} with a redirect (HTTP {status}) to {location:?}, which vac does not follow"
@@ -200,8 +200,8 @@ impl Fault {
             Fault::RequestFlood { frame, detail } => ClientError::RequestFlood { frame, detail },
             Fault::Read(error) => ClientError::Read(error),
             Fault::BodyTooLong { cap, seen } => ClientError::BodyTooLong { cap, seen },
-            Fault::Connect { url, source } => ClientError::Connect { url, source },
-            Fault::Http { url, source } => ClientError::Http { url, source },
+            Fault::Connect { url, source } => ClientError::Connect { url, cause: source },
+            Fault::Http { url, source } => ClientError::Http { url, cause: source },
             Fault::HttpTimeout { after } => ClientError::Timeout {
                 what: during,
                 after,

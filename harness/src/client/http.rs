@@ -48,6 +48,10 @@ const EXCERPT: usize = 4096;
 /// Parsed messages waiting for the SDK.
 const QUEUE: usize = 4;
 
+/// A connection to the server: TCP, or TLS over it.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 /// What the transport, its body readers and the link share.
 pub(crate) struct HttpShared {
     endpoint: HttpEndpoint,
@@ -313,6 +317,19 @@ impl HttpShared {
             .set_nonblocking(true)
             .and_then(|()| tokio::net::TcpStream::from_std(stream))
             .map_err(connect)?;
+        // https: the server's certificate is verified before a byte of MCP is sent, within
+        // the same deadline.
+        let stream: Box<dyn Io> = match self.endpoint.tls() {
+            None => Box::new(stream),
+            Some((config, name)) => {
+                let connector = tokio_rustls::TlsConnector::from(config);
+                match tokio::time::timeout_at(deadline, connector.connect(name, stream)).await {
+                    Err(_) => return Err(Fault::HttpTimeout { after: timeout }),
+                    Ok(Err(error)) => return Err(connect(error)),
+                    Ok(Ok(tls)) => Box::new(tls),
+                }
+            }
+        };
         let http_error = |source: hyper::Error| Fault::Http {
             url: url.clone(),
             source: Arc::new(source),

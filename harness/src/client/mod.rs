@@ -25,7 +25,7 @@ mod sse;
 mod transport;
 
 pub use calls::{CallOutcome, ToolList};
-pub use endpoint::{Dial, HttpEndpoint, UrlError};
+pub use endpoint::{Dial, HttpEndpoint, TlsError, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
 pub use link::{ASKED_METHODS, Asked};
