@@ -24,6 +24,24 @@ const SANDBOX_CLAUSES: [&str; 5] = ["fs.read", "fs.delete", "exec", "net.egress"
 /// `vac probe --url` of the fixture in `mode`, both inside a fresh network namespace with
 /// only its loopback, the fixture working in a lab-like directory with its notes.
 fn remote(mode: &str) -> (std::process::Output, Value, tempfile::TempDir) {
+    remote_with(mode, &Remote::default())
+}
+
+/// How [`remote_with`] serves the fixture and probes it.
+#[derive(Default)]
+struct Remote<'a> {
+    /// Extra `vac fixture` arguments (shell words).
+    fixture: &'a str,
+    /// Extra `vac probe` arguments (shell words).
+    probe: &'a str,
+    /// `https` for a fixture serving TLS.
+    tls: bool,
+    /// Environment of both.
+    env: &'a [(&'a str, &'a str)],
+}
+
+/// [`remote`], served and probed as `how` says.
+fn remote_with(mode: &str, how: &Remote) -> (std::process::Output, Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     for sub in ["home", "tmp", "work/notes"] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
@@ -34,7 +52,7 @@ fn remote(mode: &str) -> (std::process::Output, Value, tempfile::TempDir) {
     // connections fail there instead of leaving the machine.
     let script = format!(
         r#"ip link set lo up || exit 90
-HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode {mode} --transport http --port {PORT} 2>{d}/fixture.log &
+HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode {mode} --transport http --port {PORT} {fixture} 2>{d}/fixture.log &
 fixture=$!
 up=0
 for i in $(seq 200); do
@@ -42,15 +60,19 @@ for i in $(seq 200); do
   sleep 0.05
 done
 [ $up = 1 ] || {{ kill $fixture; exit 91; }}
-"$0" probe --json --out {r} --url http://127.0.0.1:{PORT}/mcp
+"$0" probe --json --out {r} {probe} --url {scheme}://127.0.0.1:{PORT}/mcp
 code=$?
 kill $fixture
 exit $code"#,
         d = dir.path().display(),
         r = receipts.display(),
+        fixture = how.fixture,
+        probe = how.probe,
+        scheme = if how.tls { "https" } else { "http" },
     );
     let output = Command::new("unshare")
         .args(["--net", "--", "bash", "-c", &script, VAC])
+        .envs(how.env.iter().copied())
         .current_dir(dir.path().join("work"))
         .output()
         .unwrap();
@@ -850,4 +872,94 @@ fn over_tls_with_a_private_ca_a_bearer_token_from_the_environment_is_sent_and_wr
         said.contains("for HTTP targets") && !said.contains("abcdefgh12"),
         "{said}"
     );
+}
+
+#[test]
+fn the_http_twin_behind_tls_and_a_bearer_token_is_audited_with_the_token_written_nowhere() {
+    if !privileged(
+        "the_http_twin_behind_tls_and_a_bearer_token_is_audited_with_the_token_written_nowhere",
+    ) {
+        return;
+    }
+    let fixture = format!(
+        "--tls-cert {TLS_DIR}/server.pem --tls-key {TLS_DIR}/server.key \
+         --require-bearer-env VAC_TWIN_TOKEN"
+    );
+    let probe = format!("--ca {TLS_DIR}/ca.pem --bearer-env VAC_TWIN_TOKEN");
+    let how = Remote {
+        fixture: &fixture,
+        probe: &probe,
+        tls: true,
+        env: &[("VAC_TWIN_TOKEN", TOKEN)],
+    };
+    let (output, json, dir) = remote_with("dishonest", &how);
+    assert_eq!(json["status"], "completed", "{json:#}");
+    assert_eq!(json["target"], format!("https://127.0.0.1:{PORT}/mcp"));
+    // Audited as over plain http: the same cells confirmed by the protocol alone.
+    let (_, plain, _plain_dir) = remote("dishonest");
+    let confirmed = |json: &Value| -> Vec<String> {
+        let cells = json["verdicts"].as_array().unwrap().iter();
+        cells
+            .filter(|c| c["verdict"] == "confirmed")
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["tool"].as_str().unwrap(),
+                    c["clause"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert!(
+        confirmed(&json).contains(&"open_note fs.write".to_string()),
+        "{:?}",
+        confirmed(&json)
+    );
+    assert_eq!(confirmed(&json), confirmed(&plain));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a confirmed violation exits 1"
+    );
+    // The token: in no file under the receipt directory, in none of vac's output.
+    for (place, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        assert!(
+            !String::from_utf8_lossy(text).contains(TOKEN),
+            "the token is on {place}"
+        );
+    }
+    let mut stack = vec![dir.path().join("receipts")];
+    let mut files = 0;
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                files += 1;
+                let bytes = std::fs::read(entry.path()).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(TOKEN),
+                    "the token is in {}",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+    assert!(files > 0, "the receipts were written");
+    let log = std::fs::read_to_string(dir.path().join("receipts/receipts.jsonl")).unwrap();
+    assert!(
+        log.contains("Authorization: <redacted>"),
+        "the header is named"
+    );
+
+    // Without the token: an errored result that says authorization is needed.
+    let without = Remote {
+        probe: &format!("--ca {TLS_DIR}/ca.pem --timeout 5"),
+        ..how
+    };
+    let (output, json, _dir) = remote_with("dishonest", &without);
+    let error = json["error"].as_str().unwrap_or_default();
+    assert!(error.contains("needs authorization"), "{json:#}");
+    assert!(error.contains("invalid_token"), "{error}");
+    assert_ne!(output.status.code(), Some(0), "{error}");
 }
