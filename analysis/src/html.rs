@@ -275,9 +275,10 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
     ));
     if let Some(name) = &s.name {
         h.push_str(&format!(
-            "<p class=\"meta\">server <code>{}</code> {} · {} probe{}</p>\n",
+            "<p class=\"meta\">server <code>{}</code> {} · protocol {} · {} probe{}</p>\n",
             esc(name),
             esc(s.version.as_deref().unwrap_or("")),
+            esc(&crate::render::spoken(s)),
             s.probes.len(),
             if s.probes.len() == 1 { "" } else { "s" }
         ));

@@ -31,6 +31,8 @@ pub struct ServerMap {
     pub id: String,
     pub name: Option<String>,
     pub version: Option<String>,
+    /// The protocol versions spoken with it, over its probes, first seen first.
+    pub protocols: Vec<String>,
     /// The probe directories behind the server's cells (its repetitions).
     pub probes: Vec<String>,
     pub tools: Vec<ToolMap>,
@@ -235,6 +237,13 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 .find(|p| p.server == server)
                 .cloned()
                 .unwrap_or_default();
+            let mut protocols: Vec<String> = Vec::new();
+            let spoken = rows.probes.iter().filter(|p| p.server == server);
+            for version in spoken.filter_map(|p| p.protocol.clone()) {
+                if !protocols.contains(&version) {
+                    protocols.push(version);
+                }
+            }
             let mut summary = Summary::default();
             let tools: Vec<ToolMap> = cells
                 .tools
@@ -301,6 +310,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 id: server.to_string(),
                 name: first.server_name,
                 version: first.server_version,
+                protocols,
                 probes: cells.probes.iter().map(|p| p.to_string()).collect(),
                 tools,
                 summary,
@@ -438,6 +448,7 @@ pub fn to_json(map: &Map) -> Value {
             "id": s.id,
             "name": s.name,
             "version": s.version,
+            "protocol": s.protocols,
             "probes": s.probes,
             "summary": s.summary.to_json(),
             "tools": s.tools.iter().map(|t| {

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use crate::Analysis;
 use crate::compare::Comparison;
-use crate::map::{Map, Summary, VERDICTS};
+use crate::map::{Map, ServerMap, Summary, VERDICTS};
 use crate::read::AnalysisError;
 use crate::tables::{self, STATIC_TABLES, TABLES};
 
@@ -209,6 +209,14 @@ pub fn symbol(verdict: &str) -> &'static str {
     }
 }
 
+/// The protocol versions spoken with a server, or "unknown" when no probe recorded one.
+pub(crate) fn spoken(s: &ServerMap) -> String {
+    match s.protocols.is_empty() {
+        true => "unknown".to_owned(),
+        false => s.protocols.join(", "),
+    }
+}
+
 /// Summary then one matrix per server (tools × clauses).
 pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
     let mut md = String::new();
@@ -234,9 +242,10 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
         md.push_str(&format!("\n## {}\n\n", md_escape(&s.id)));
         if let Some(name) = &s.name {
             md.push_str(&format!(
-                "Server `{}` {}; probes: {}.\n\n",
+                "Server `{}` {}; protocol {}; probes: {}.\n\n",
                 md_escape(name),
                 s.version.as_deref().map(md_escape).unwrap_or_default(),
+                md_escape(&spoken(s)),
                 s.probes.len()
             ));
         }

@@ -112,6 +112,12 @@ struct ProbeArgs {
     /// sandbox; vac connects inside the sandbox's network namespace.
     #[arg(long, value_name = "PORT[/PATH]", value_parser = parse_http)]
     http: Option<(u16, String)>,
+    /// The protocol lifecycle to speak: `initialize` offering a version (2024-11-05,
+    /// 2025-03-26, 2025-06-18, 2025-11-25; the server may answer an older one), 2026-07-28
+    /// (stateless: `server/discover`, no initialize), or `auto` (discover, then initialize
+    /// if the server does not know it). Default: initialize offering 2025-11-25.
+    #[arg(long, value_name = "VERSION|auto", value_parser = vac_harness::client::Protocol::parse)]
+    protocol: Option<vac_harness::client::Protocol>,
     /// Also trust the certificates of this PEM file for an https:// --url (a private CA);
     /// the system's CA store is trusted either way, and nothing skips verification.
     #[arg(long, value_name = "FILE", requires = "url")]
@@ -494,6 +500,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut options = ProbeOptions::new(target, out);
     options.client.headers = headers;
+    options.client.protocol = args.protocol;
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;

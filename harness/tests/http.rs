@@ -963,3 +963,66 @@ fn the_http_twin_behind_tls_and_a_bearer_token_is_audited_with_the_token_written
     assert!(error.contains("invalid_token"), "{error}");
     assert_ne!(output.status.code(), Some(0), "{error}");
 }
+
+#[test]
+fn every_protocol_version_gives_the_twin_the_same_grid_over_stdio_and_http() {
+    if !privileged("every_protocol_version_gives_the_twin_the_same_grid_over_stdio_and_http") {
+        return;
+    }
+    let baseline = probe(&[], &fixture("dishonest"));
+    assert_eq!(baseline.json["protocol_version"], "2025-11-25");
+    let http_fixture = [
+        VAC,
+        "fixture",
+        "--mode",
+        "dishonest",
+        "--transport",
+        "http",
+        "--port",
+        PORT,
+    ];
+    for name in vac_harness::client::Protocol::NAMES {
+        // `auto` asks server/discover first, and the twin knows it.
+        let spoken = if name == "auto" { "2026-07-28" } else { name };
+        for (transport, run) in [
+            ("stdio", probe(&["--protocol", name], &fixture("dishonest"))),
+            (
+                "http",
+                probe(&["--protocol", name, "--http", PORT], &http_fixture),
+            ),
+        ] {
+            let json = &run.json;
+            let what = format!("--protocol {name} over {transport}");
+            assert_eq!(json["status"], "completed", "{what}: {json:#}");
+            assert_eq!(json["protocol_version"], spoken, "{what}");
+            assert_eq!(grid(json), grid(&baseline.json), "{what}");
+            // The lifecycle is the one asked for, in the frames themselves.
+            let log = std::fs::read_to_string(run.receipts.join("receipts.jsonl")).unwrap();
+            let discovered = log.contains("server/discover");
+            let initialized = log.contains(r#"\"method\":\"initialize\""#);
+            assert_eq!(
+                (discovered, initialized),
+                (spoken == "2026-07-28", spoken != "2026-07-28"),
+                "{what}"
+            );
+            assert_eq!(verify(&run.receipts).status.code(), Some(0), "{what}");
+            assert_report_matches(&run);
+        }
+    }
+    // The honest twin, stateless: nothing confirmed.
+    let honest = probe(&["--protocol", "2026-07-28"], &fixture("honest"));
+    assert_eq!(honest.json["protocol_version"], "2026-07-28");
+    assert!(
+        cells(&honest.json, "confirmed").is_empty(),
+        "{:#}",
+        honest.json
+    );
+    // A version vac does not speak is a usage error that lists those it does.
+    let unknown = vac(&["probe", "--protocol", "2023-01-01", "--", "/bin/true"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        said.contains("2023-01-01") && said.contains("2026-07-28"),
+        "{said}"
+    );
+}

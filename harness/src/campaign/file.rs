@@ -73,6 +73,8 @@ pub struct CampaignTarget {
     pub inputs: Inputs,
     /// `uid`: the user the server runs as, instead of the invoking one.
     pub uid: Option<u32>,
+    /// `protocol`: the lifecycle vac speaks with it (`vac probe --protocol`).
+    pub protocol: Option<crate::client::Protocol>,
     /// A contract document, read and parsed while checking the file.
     pub contract: Option<(String, String)>,
     /// How the contract is derived when there is no document: `contract = "intent"` (the
@@ -192,6 +194,8 @@ struct RawTarget {
     expose: Vec<Spanned<String>>,
     #[serde(default)]
     uid: Option<Spanned<i64>>,
+    #[serde(default)]
+    protocol: Option<Spanned<String>>,
     #[serde(default)]
     contract: Option<Spanned<String>>,
     #[serde(default)]
@@ -406,6 +410,13 @@ impl Campaign {
                     )
                 })?),
             };
+            let protocol = match &t.protocol {
+                None => None,
+                Some(p) => Some(
+                    crate::client::Protocol::parse(p.get_ref())
+                        .map_err(|e| error(p.span().start, format!("target {id:?}: {e}")))?,
+                ),
+            };
             let mut inputs = Inputs::default();
             for (key, value) in &t.env {
                 let given = format!("{}={}", key.get_ref(), value.get_ref());
@@ -478,6 +489,7 @@ impl Campaign {
                 kind,
                 inputs,
                 uid,
+                protocol,
                 contract,
                 derivation,
                 tags: t.tags,

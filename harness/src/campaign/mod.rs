@@ -599,6 +599,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     if let Some(uid) = target.uid {
         options.user = crate::probe::user_of(uid, None);
     }
+    options.client.protocol = target.protocol.clone();
     options.derivation = target.derivation;
     options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
         name: name.clone(),

@@ -358,8 +358,15 @@ impl HttpShared {
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION_ID, session);
         }
-        if let Some(version) = lock(&self.version).clone() {
+        let standard = body.as_deref().map(standard_headers).unwrap_or_default();
+        if let Some(version) = &standard.version {
+            lock(&self.version).get_or_insert_with(|| version.clone());
+        }
+        if let Some(version) = standard.version.or_else(|| lock(&self.version).clone()) {
             request = request.header(PROTOCOL_VERSION, version);
+        }
+        for (name, value) in standard.headers {
+            request = request.header(name, value);
         }
         // The error of a bad header would quote its value: name only what is wrong.
         let request = request
@@ -613,10 +620,109 @@ fn initialized(item: &ClientJsonRpcMessage) -> bool {
     )
 }
 
+/// What the stateless protocol (2026-07-28, SEP-2243) asks to be repeated in the headers
+/// of a request that carries its own version in `_meta`.
+#[derive(Default)]
+struct Standard {
+    version: Option<String>,
+    headers: Vec<(&'static str, String)>,
+}
+
+/// The standard headers of one outgoing message: `Mcp-Method`, and `Mcp-Name` for the
+/// methods that name something, when the message's `_meta` names a version from
+/// 2026-07-28 on. (`Mcp-Param-*`, for tools whose schema asks for them, are not sent.)
+fn standard_headers(body: &[u8]) -> Standard {
+    use base64::Engine;
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Standard::default();
+    };
+    let params = value.get("params");
+    let version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    let mut headers = Vec::new();
+    let method = value.get("method").and_then(|m| m.as_str());
+    if let (Some(method), Some(version)) = (method, &version)
+        && version.as_str() >= super::options::STATELESS_PROTOCOL
+    {
+        headers.push(("mcp-method", method.to_owned()));
+        let key = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+            _ => None,
+        };
+        let name = key.and_then(|key| params?.get(key)?.as_str());
+        if let Some(name) = name {
+            let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
+            let padded = name.starts_with([' ', '\t']) || name.ends_with([' ', '\t']);
+            let sentinel = name.starts_with("=?base64?") && name.ends_with("?=");
+            let plain = visible && !padded && !sentinel;
+            let name = match plain {
+                true => name.to_owned(),
+                false => format!(
+                    "=?base64?{}?=",
+                    base64::prelude::BASE64_STANDARD.encode(name)
+                ),
+            };
+            headers.push(("mcp-name", name));
+        }
+    }
+    Standard { version, headers }
+}
+
 /// The protocol version of an initialize result, for the later requests' header.
 fn negotiated(bytes: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let result = value.get("result")?;
     result.get("serverInfo")?;
     Some(result.get("protocolVersion")?.as_str()?.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::standard_headers;
+
+    fn headers(body: &str) -> (Option<String>, Vec<(&'static str, String)>) {
+        let standard = standard_headers(body.as_bytes());
+        (standard.version, standard.headers)
+    }
+
+    #[test]
+    fn stateless_requests_repeat_method_and_name_in_headers_and_older_ones_do_not() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read_note",{meta}}}}}"#
+        );
+        assert_eq!(
+            headers(&call),
+            (
+                Some("2026-07-28".into()),
+                vec![
+                    ("mcp-method", "tools/call".into()),
+                    ("mcp-name", "read_note".into())
+                ]
+            )
+        );
+        // A name that is not plain visible ASCII travels base64-wrapped.
+        let read = format!(
+            r#"{{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{{"uri":"note://é",{meta}}}}}"#
+        );
+        assert_eq!(
+            headers(&read).1[1],
+            ("mcp-name", "=?base64?bm90ZTovL8Op?=".into())
+        );
+        let list =
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{{{meta}}}}}"#);
+        assert_eq!(headers(&list).1, vec![("mcp-method", "tools/list".into())]);
+        // Before 2026-07-28, or without a version in _meta: nothing added.
+        let old = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
+        assert_eq!(headers(old), (Some("2025-11-25".into()), vec![]));
+        assert_eq!(
+            headers(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            (None, vec![])
+        );
+        assert_eq!(headers("not json"), (None, vec![]));
+    }
 }

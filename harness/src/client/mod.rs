@@ -29,7 +29,10 @@ pub use endpoint::{Dial, HttpEndpoint, TlsError, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
 pub use link::{ASKED_METHODS, Asked};
-pub use options::{ClientOptions, Header, ServerOutput, ServerStreams};
+pub use options::{
+    ClientOptions, DEFAULT_PROTOCOL, Header, Protocol, STATELESS_PROTOCOL, ServerOutput,
+    ServerStreams,
+};
 pub use session::McpSession;
 
 /// Whether a recorded stdout line is text that is not JSON-RPC (skipped as noise), and

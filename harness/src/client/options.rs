@@ -36,6 +36,66 @@ pub struct ClientOptions {
     /// Recorded by name only; their values are redacted from the receipts.
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "header_names")]
     pub headers: Vec<Header>,
+    /// The lifecycle vac speaks (`--protocol`); `None`: `initialize` offering
+    /// [`DEFAULT_PROTOCOL`], which the server may answer with an older version it speaks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+}
+
+/// The version vac offers in `initialize` unless told otherwise: the newest with an
+/// `initialize` handshake. A server of 2026-07-28 only is reached with `--protocol`.
+pub const DEFAULT_PROTOCOL: &str = "2025-11-25";
+
+/// The first version without `initialize`: `server/discover` and self-contained requests.
+pub const STATELESS_PROTOCOL: &str = "2026-07-28";
+
+/// Which lifecycle a session speaks, as `--protocol` names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(into = "String")]
+pub enum Protocol {
+    /// `initialize` offering this version (2024-11-05 … 2025-11-25).
+    Initialize(String),
+    /// `server/discover` and per-request metadata (2026-07-28); a server that does not
+    /// know it fails the session.
+    Discover,
+    /// `server/discover` first, `initialize` offering [`DEFAULT_PROTOCOL`] when the server
+    /// does not know it.
+    Auto,
+}
+
+impl Protocol {
+    /// Every value `--protocol` takes, oldest version first.
+    pub const NAMES: [&str; 6] = [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        STATELESS_PROTOCOL,
+        "auto",
+    ];
+
+    /// Parses a `--protocol` value; the error lists what is known.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Protocol::Auto),
+            STATELESS_PROTOCOL => Ok(Protocol::Discover),
+            known if Self::NAMES.contains(&known) => Ok(Protocol::Initialize(known.to_owned())),
+            other => Err(format!(
+                "{other:?} is not a protocol version vac speaks ({})",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl From<Protocol> for String {
+    fn from(protocol: Protocol) -> String {
+        match protocol {
+            Protocol::Initialize(version) => version,
+            Protocol::Discover => STATELESS_PROTOCOL.to_owned(),
+            Protocol::Auto => "auto".to_owned(),
+        }
+    }
 }
 
 /// One HTTP header a user gave, its value a secret.
@@ -69,6 +129,7 @@ impl Default for ClientOptions {
             sampling_reply: None,
             roots: Vec::new(),
             headers: Vec::new(),
+            protocol: None,
         }
     }
 }
@@ -145,5 +206,28 @@ impl std::fmt::Debug for ServerStreams {
         f.debug_struct("ServerStreams")
             .field("stderr", &self.stderr.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Protocol;
+
+    #[test]
+    fn protocol_names_parse_to_their_lifecycle_and_back() {
+        for name in Protocol::NAMES {
+            assert_eq!(String::from(Protocol::parse(name).unwrap()), name);
+        }
+        assert_eq!(Protocol::parse("2026-07-28"), Ok(Protocol::Discover));
+        assert_eq!(Protocol::parse("auto"), Ok(Protocol::Auto));
+        assert_eq!(
+            Protocol::parse("2024-11-05"),
+            Ok(Protocol::Initialize("2024-11-05".into()))
+        );
+        let error = Protocol::parse("2025-13-01").unwrap_err();
+        assert!(
+            error.contains("\"2025-13-01\"") && error.contains("auto"),
+            "{error}"
+        );
     }
 }

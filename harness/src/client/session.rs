@@ -12,8 +12,11 @@ use rmcp::model::{
     ProtocolVersion, RequestId, Root, RootsCapabilities, SamplingCapability, SamplingMessage,
     ServerPeerInfo,
 };
-use rmcp::service::{ClientInitializeError, PeerRequestOptions, RequestContext, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, PeerRequestOptions,
+    RequestContext, RunningService,
+};
+use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -21,7 +24,7 @@ use super::endpoint::HttpEndpoint;
 use super::error::ClientError;
 use super::frame::FrameLog;
 use super::link::{Link, Noise};
-use super::options::{ClientOptions, ServerOutput, ServerStreams};
+use super::options::{ClientOptions, Protocol, ServerOutput, ServerStreams};
 
 /// Added to the request timeout before vac stops waiting on the SDK itself, which enforces
 /// the timeout first and sends `notifications/cancelled`.
@@ -272,8 +275,11 @@ impl Client {
             roots.list_changed = Some(false);
             capabilities.roots = Some(roots);
         }
-        let config = ClientConfig::new(capabilities, vac)
-            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        let offered = match &options.protocol {
+            Some(Protocol::Initialize(version)) => version_of(version),
+            _ => ProtocolVersion::LATEST_WITH_INITIALIZE,
+        };
+        let config = ClientConfig::new(capabilities, vac).with_protocol_version(offered);
         Self {
             config,
             sampling_reply: options.sampling_reply.clone(),
@@ -329,6 +335,12 @@ impl ClientHandler for Client {
     }
 }
 
+/// The SDK's constant for a version `--protocol` accepted.
+fn version_of(text: &str) -> ProtocolVersion {
+    serde_json::from_value(Value::String(text.to_owned()))
+        .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
 /// An initialize failure, with the noise on stdout when there was some: what a user needs
 /// to tell "not an MCP server" from "an MCP server that did not answer".
 fn with_noise(error: ClientError, link: &Link) -> ClientError {
@@ -357,7 +369,19 @@ where
 {
     const WHAT: &str = "initialize";
     let after = options.initialize_timeout;
-    let served = match tokio::time::timeout(after, Client::new(options).serve(transport)).await {
+    let stateless = || vec![ProtocolVersion::V_2026_07_28];
+    let lifecycle = match options.protocol {
+        None | Some(Protocol::Initialize(_)) => ClientLifecycleMode::Initialize,
+        Some(Protocol::Discover) => ClientLifecycleMode::Discover {
+            preferred_versions: stateless(),
+        },
+        Some(Protocol::Auto) => ClientLifecycleMode::Auto {
+            preferred_versions: stateless(),
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+    };
+    let starting = Client::new(options).serve_with_lifecycle(transport, lifecycle);
+    let served = match tokio::time::timeout(after, starting).await {
         Err(_) => return Err(with_noise(ClientError::Timeout { what: WHAT, after }, link)),
         Ok(served) => served,
     };
