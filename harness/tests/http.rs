@@ -1026,3 +1026,91 @@ fn every_protocol_version_gives_the_twin_the_same_grid_over_stdio_and_http() {
         "{said}"
     );
 }
+
+/// A server from before 2026-07-28, as the TypeScript SDK's: anything before `initialize`
+/// (server/discover among it) is an HTTP 400 whose JSON-RPC error has a null id, and a
+/// request whose `MCP-Protocol-Version` is not the negotiated one is refused likewise.
+/// Returns its URL and the versions its requests carried after initialize.
+fn serve_legacy() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let carried = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = carried.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let Some(request) = Request::read(&mut stream) else {
+                continue;
+            };
+            let refuse = |why: &str| {
+                let body = json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32000, "message": format!("Bad Request: {why}")}});
+                let head = "content-type: application/json\r\n";
+                reply("400 Bad Request", head, &body.to_string())
+            };
+            let version = request.header("mcp-protocol-version").map(str::to_owned);
+            let session = request.header("mcp-session-id").is_some();
+            let json = &request.json;
+            let text = match (json["method"].as_str(), session) {
+                (Some("initialize"), false) => json_reply(
+                    "legacy-1",
+                    &json!({"jsonrpc": "2.0",
+                    "id": json["id"], "result": {"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "legacy", "version": "1"}}}),
+                ),
+                (_, false) => refuse("Server not initialized"),
+                _ => {
+                    seen.lock()
+                        .unwrap()
+                        .push(version.clone().unwrap_or_default());
+                    match (version.as_deref(), json["method"].as_str()) {
+                        (Some("2025-11-25"), _) if request.method != "POST" => {
+                            reply("405 Method Not Allowed", "", "")
+                        }
+                        (Some("2025-11-25"), Some("tools/list")) => json_reply(
+                            "legacy-1",
+                            &json!({"jsonrpc": "2.0", "id": json["id"], "result": {"tools": []}}),
+                        ),
+                        (Some("2025-11-25"), Some(_)) if json.get("id").is_some() => json_reply(
+                            "legacy-1",
+                            &json!({"jsonrpc": "2.0", "id": json["id"], "result": {}}),
+                        ),
+                        (Some("2025-11-25"), _) => reply("202 Accepted", "", ""),
+                        (other, _) => refuse(&format!("Unsupported protocol version: {other:?}")),
+                    }
+                }
+            };
+            let _ = stream.write_all(text.as_bytes());
+        }
+    });
+    (url, carried)
+}
+
+#[test]
+fn auto_falls_back_to_initialize_when_a_server_refuses_discover_over_http() {
+    let (url, carried) = serve_legacy();
+    let auto = probe_with(&["--timeout", "5", "--protocol", "auto", "--url", &url]);
+    assert_eq!(auto.json["status"], "completed", "{:#}", auto.json);
+    assert_eq!(auto.json["protocol_version"], "2025-11-25");
+    // The refusal is recorded as the server sent it, then the handshake follows.
+    let log = std::fs::read_to_string(auto.receipts.join("receipts.jsonl")).unwrap();
+    let discover = log.find("server/discover").expect("discover was asked");
+    let refused = log
+        .find("Server not initialized")
+        .expect("the refusal is a frame");
+    let initialize = log
+        .find(r#"\"method\":\"initialize\""#)
+        .expect("then initialize");
+    assert!(discover < refused && refused < initialize);
+    // Every request after initialize carried the negotiated version, not discover's.
+    let carried = carried.lock().unwrap().clone();
+    assert!(!carried.is_empty());
+    assert!(carried.iter().all(|v| v == "2025-11-25"), "{carried:?}");
+    assert_eq!(verify(&auto.receipts).status.code(), Some(0));
+    // Stateless only: the refusal ends the run, named for what was asked.
+    let stateless = probe_with(&["--timeout", "5", "--protocol", "2026-07-28", "--url", &url]);
+    let error = stateless.json["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("server/discover") && error.contains("Server not initialized"),
+        "{error}"
+    );
+}

@@ -26,7 +26,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, LOCATION};
 use hyper_util::rt::TokioIo;
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -181,6 +181,14 @@ impl Transport<RoleClient> for HttpTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the request leaves, so the answer cannot outrun it.
         self.http.link.expect_answer(&item);
+        let discover = match &item {
+            rmcp::model::JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
+            {
+                Some(request.id.clone())
+            }
+            _ => None,
+        };
         let encoded = serde_json::to_vec(&item);
         let ticket = self.http.next.fetch_add(1, Ordering::Relaxed);
         let (http, tx) = (self.http.clone(), self.tx.clone());
@@ -202,7 +210,7 @@ impl Transport<RoleClient> for HttpTransport {
                 http.clone().listen(tx.clone());
             }
             let result = match answered {
-                Ok(response) => http.answer(response, tx).await,
+                Ok(response) => http.answer(response, tx, discover).await,
                 Err(fault) => Err(fault),
             };
             result.map_err(|fault| {
@@ -383,11 +391,13 @@ impl HttpShared {
         }
     }
 
-    /// Judges the response head; a usable body is read by a task of its own.
+    /// Judges the response head; a usable body is read by a task of its own. `discover`:
+    /// the id of the `server/discover` this answers.
     async fn answer(
         self: &Arc<Self>,
         response: hyper::Response<Incoming>,
         tx: mpsc::Sender<ServerJsonRpcMessage>,
+        discover: Option<rmcp::model::RequestId>,
     ) -> Result<(), Fault> {
         let status = response.status();
         let header = |name| {
@@ -427,6 +437,26 @@ impl HttpShared {
                 status: status.as_u16(),
                 challenge,
             });
+        }
+        let sessionless = lock(&self.session).is_none();
+        if let Some(id) = discover
+            && status.is_client_error()
+            && status != hyper::StatusCode::FORBIDDEN
+            && sessionless
+        {
+            // A server from before 2026-07-28 refuses `server/discover` at the HTTP level
+            // ("not initialized"): its body is recorded like any refusal, and the SDK is
+            // told that the discover request failed, so `auto` falls back to initialize.
+            let excerpt = self.excerpt(&mut body).await;
+            let error = match serde_json::from_str::<ServerJsonRpcMessage>(&excerpt) {
+                Ok(rmcp::model::JsonRpcMessage::Error(error)) => error.error,
+                _ => rmcp::model::ErrorData::invalid_request(
+                    format!("server/discover refused with HTTP {status}"),
+                    None,
+                ),
+            };
+            let _ = tx.send(ServerJsonRpcMessage::error(error, Some(id))).await;
+            return Ok(());
         }
         if !status.is_success() {
             let excerpt = self.excerpt(&mut body).await;
@@ -586,8 +616,10 @@ impl HttpShared {
         let parsed = parse_line(&bytes);
         if let Parsed::Message(message) = &parsed {
             self.link.observe(message, &bytes);
-            if lock(&self.version).is_none() {
-                *lock(&self.version) = negotiated(&bytes);
+            // The initialize answer decides, over a version a refused server/discover
+            // carried (`auto` falling back).
+            if let Some(version) = negotiated(&bytes) {
+                *lock(&self.version) = Some(version);
             }
         }
         let len = bytes.len() as u64;

@@ -367,7 +367,11 @@ where
     T: rmcp::transport::Transport<RoleClient> + Send + 'static,
     T::Error: std::error::Error + Send + Sync + 'static,
 {
-    const WHAT: &str = "initialize";
+    let what = match options.protocol {
+        Some(Protocol::Discover) => "server/discover",
+        Some(Protocol::Auto) => "server/discover, then initialize",
+        _ => "initialize",
+    };
     let after = options.initialize_timeout;
     let stateless = || vec![ProtocolVersion::V_2026_07_28];
     let lifecycle = match options.protocol {
@@ -382,7 +386,7 @@ where
     };
     let starting = Client::new(options).serve_with_lifecycle(transport, lifecycle);
     let served = match tokio::time::timeout(after, starting).await {
-        Err(_) => return Err(with_noise(ClientError::Timeout { what: WHAT, after }, link)),
+        Err(_) => return Err(with_noise(ClientError::Timeout { what, after }, link)),
         Ok(served) => served,
     };
     let mut service = match served {
@@ -393,7 +397,7 @@ where
         ) => {
             return Err(with_noise(
                 match link.shared.fault_within(options.shutdown_grace).await {
-                    Some(fault) => fault.into_error(WHAT),
+                    Some(fault) => fault.into_error(what),
                     None => ClientError::Initialize(Box::new(error)),
                 },
                 link,
@@ -401,7 +405,7 @@ where
         }
         Err(ClientInitializeError::JsonRpcError(error)) => {
             return Err(ClientError::Rpc {
-                method: WHAT,
+                method: what,
                 error,
             });
         }

@@ -1007,8 +1007,14 @@ fn failure(during: &str, error: &ClientError) -> RunFailure {
         | ClientError::Http { .. } => ErrorKind::Crash,
         _ => ErrorKind::Protocol,
     };
+    // The SDK's own initialize errors say what went wrong only in their sources (both
+    // phases of `auto`'s fallback among them).
+    let said = match cause {
+        ClientError::Initialize(_) => super::target::error_chain(error),
+        _ => error.to_string(),
+    };
     RunFailure {
         kind,
-        detail: format!("{during}: {error}"),
+        detail: format!("{during}: {said}"),
     }
 }
