@@ -88,6 +88,20 @@ exit $code"#,
     (output, json, dir)
 }
 
+/// The command of the fixture `mode` serving Streamable HTTP on [`PORT`], for `--http`.
+fn http_fixture(mode: &str) -> [&str; 8] {
+    [
+        VAC,
+        "fixture",
+        "--mode",
+        mode,
+        "--transport",
+        "http",
+        "--port",
+        PORT,
+    ]
+}
+
 /// The protocol witness's reads in a cell's evidence.
 fn witnessed(cell: &Value) -> Vec<&Value> {
     let effects = cell["evidence"]["effects"].as_array().into_iter().flatten();
@@ -193,19 +207,7 @@ fn launched_http_twin_gives_the_same_grid_as_its_stdio_run() {
     if !privileged("launched_http_twin_gives_the_same_grid_as_its_stdio_run") {
         return;
     }
-    let http = probe(
-        &["--http", PORT],
-        &[
-            VAC,
-            "fixture",
-            "--mode",
-            "dishonest",
-            "--transport",
-            "http",
-            "--port",
-            PORT,
-        ],
-    );
+    let http = probe(&["--http", PORT], &http_fixture("dishonest"));
     let stdio = probe(&[], &fixture("dishonest"));
     assert_eq!(http.json["status"], "completed", "{:#}", http.json);
     assert_eq!(http.output.status.code(), stdio.output.status.code());
@@ -971,16 +973,6 @@ fn every_protocol_version_gives_the_twin_the_same_grid_over_stdio_and_http() {
     }
     let baseline = probe(&[], &fixture("dishonest"));
     assert_eq!(baseline.json["protocol_version"], "2025-11-25");
-    let http_fixture = [
-        VAC,
-        "fixture",
-        "--mode",
-        "dishonest",
-        "--transport",
-        "http",
-        "--port",
-        PORT,
-    ];
     for name in vac_harness::client::Protocol::NAMES {
         // `auto` asks server/discover first, and the twin knows it.
         let spoken = if name == "auto" { "2026-07-28" } else { name };
@@ -988,7 +980,10 @@ fn every_protocol_version_gives_the_twin_the_same_grid_over_stdio_and_http() {
             ("stdio", probe(&["--protocol", name], &fixture("dishonest"))),
             (
                 "http",
-                probe(&["--protocol", name, "--http", PORT], &http_fixture),
+                probe(
+                    &["--protocol", name, "--http", PORT],
+                    &http_fixture("dishonest"),
+                ),
             ),
         ] {
             let json = &run.json;
