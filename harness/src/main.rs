@@ -1363,43 +1363,17 @@ fn credentials(
     given: &[String],
     bearer_env: Option<&str>,
 ) -> Result<Vec<vac_harness::client::Header>, String> {
+    use vac_harness::client::Header;
     let mut headers = Vec::new();
     for text in given {
         let Some((name, value)) = text.split_once('=') else {
             let name = text.split(':').next().unwrap_or_default();
             return Err(format!("--header {name}: give it as NAME=VALUE"));
         };
-        let name = name.trim();
-        if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(format!("--header {name:?}: not a valid header name"));
-        }
-        if hyper::header::HeaderValue::from_str(value).is_err() {
-            return Err(format!(
-                "--header {name}: its value is not a valid header value"
-            ));
-        }
-        headers.push(vac_harness::client::Header {
-            name: name.to_owned(),
-            value: value.to_owned(),
-        });
+        headers.push(Header::new(name, value).map_err(|e| format!("--header: {e}"))?);
     }
     if let Some(var) = bearer_env {
-        let token = std::env::var(var).unwrap_or_default();
-        if token.trim().is_empty() {
-            return Err(format!(
-                "--bearer-env {var}: the variable is not set, or empty"
-            ));
-        }
-        let value = format!("Bearer {}", token.trim());
-        if hyper::header::HeaderValue::from_str(&value).is_err() {
-            return Err(format!(
-                "--bearer-env {var}: its token is not a valid header value"
-            ));
-        }
-        headers.push(vac_harness::client::Header {
-            name: "Authorization".to_owned(),
-            value,
-        });
+        headers.push(Header::bearer_from_env(var).map_err(|e| format!("--bearer-env {var}: {e}"))?);
     }
     Ok(headers)
 }

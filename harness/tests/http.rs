@@ -1109,3 +1109,120 @@ fn auto_falls_back_to_initialize_when_a_server_refuses_discover_over_http() {
         "{error}"
     );
 }
+
+#[test]
+fn a_campaign_reaches_the_twin_behind_tls_with_its_token_from_the_environment() {
+    if !privileged("a_campaign_reaches_the_twin_behind_tls_with_its_token_from_the_environment") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["home", "tmp", "work/notes"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    std::fs::write(dir.path().join("work/notes/welcome.md"), "# Welcome\n").unwrap();
+    // The file names variables only; one target's variable is not set.
+    let file = dir.path().join("remote.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "remote"
+out = "runs"
+
+[[target]]
+id = "twin"
+url = "https://127.0.0.1:{PORT}/mcp"
+ca = "{TLS_DIR}/ca.pem"
+bearer_env = "VAC_TWIN_TOKEN"
+header_env = {{ "X-Trace" = "VAC_TWIN_TRACE" }}
+
+[[target]]
+id = "no-token"
+url = "https://127.0.0.1:{PORT}/mcp"
+ca = "{TLS_DIR}/ca.pem"
+bearer_env = "VAC_TWIN_UNSET"
+"#
+        ),
+    )
+    .unwrap();
+    let script = format!(
+        r#"ip link set lo up || exit 90
+HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode dishonest --transport http --port {PORT} \
+  --tls-cert {TLS_DIR}/server.pem --tls-key {TLS_DIR}/server.key \
+  --require-bearer-env VAC_TWIN_TOKEN 2>{d}/fixture.log &
+fixture=$!
+up=0
+for i in $(seq 200); do
+  if (echo > /dev/tcp/127.0.0.1/{PORT}) 2>/dev/null; then up=1; break; fi
+  sleep 0.05
+done
+[ $up = 1 ] || {{ kill $fixture; exit 91; }}
+"$0" campaign run {f}
+code=$?
+kill $fixture
+exit $code"#,
+        d = dir.path().display(),
+        f = file.display(),
+    );
+    let trace = "trace-5e0b1f33c9d2a7e4";
+    let output = Command::new("unshare")
+        .args(["--net", "--", "bash", "-c", &script, VAC])
+        .env("VAC_TWIN_TOKEN", TOKEN)
+        .env("VAC_TWIN_TRACE", trace)
+        .env_remove("VAC_TWIN_UNSET")
+        .current_dir(dir.path().join("work"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stdout.contains("twin: 11 tools"), "{stdout}{stderr}");
+    for secret in [TOKEN, trace] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret));
+        let mut stack = vec![dir.path().join("runs")];
+        while let Some(next) = stack.pop() {
+            for entry in std::fs::read_dir(&next).unwrap().flatten() {
+                if entry.file_type().unwrap().is_dir() {
+                    stack.push(entry.path());
+                    continue;
+                }
+                let bytes = std::fs::read(entry.path()).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(secret),
+                    "{secret} is in {}",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+    let runs = dir.path().join("runs");
+    assert!(
+        matches!(verify(&runs).status.code(), Some(0)),
+        "the campaign verifies"
+    );
+    let report = vac(&[
+        "report",
+        "--json",
+        runs.join("twin/rep-1").to_str().unwrap(),
+    ]);
+    let json: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(
+        cell(&json, "open_note", "fs.write")["verdict"],
+        "confirmed",
+        "the twin was audited"
+    );
+    // Both headers went with it, named in its configuration, their values nowhere.
+    let probe_log = std::fs::read_to_string(runs.join("twin/rep-1/receipts.jsonl")).unwrap();
+    for named in ["Authorization: <redacted>", "X-Trace: <redacted>"] {
+        assert!(probe_log.contains(named), "{named}");
+    }
+    // The target whose variable is not set failed before it started, and the campaign's
+    // own log says why, naming the variable.
+    let log = std::fs::read_to_string(runs.join("receipts.jsonl")).unwrap();
+    let failure = log
+        .lines()
+        .find(|l| l.contains("no-token") && l.contains("failed"))
+        .unwrap_or_else(|| panic!("no failure of no-token in {log}"));
+    assert!(
+        failure.contains("bearer_env VAC_TWIN_UNSET: the variable VAC_TWIN_UNSET is not set"),
+        "{failure}"
+    );
+}

@@ -75,12 +75,38 @@ pub struct CampaignTarget {
     pub uid: Option<u32>,
     /// `protocol`: the lifecycle vac speaks with it (`vac probe --protocol`).
     pub protocol: Option<crate::client::Protocol>,
+    /// `bearer_env` and `header_env`: HTTP headers whose values are read from the
+    /// environment when the target runs; the file (which the receipts record) names only
+    /// the variables.
+    pub credentials: Vec<Credential>,
     /// A contract document, read and parsed while checking the file.
     pub contract: Option<(String, String)>,
     /// How the contract is derived when there is no document: `contract = "intent"` (the
     /// default) or `contract = "annotations"`.
     pub derivation: Derivation,
     pub tags: Vec<String>,
+}
+
+/// A header a target sends, its value in an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// `bearer_env = "VAR"`: `Authorization: Bearer` and the token, as `--bearer-env`.
+    Bearer { var: String },
+    /// `header_env = { NAME = "VAR" }`: `NAME:` the variable's value.
+    Header { name: String, var: String },
+}
+
+impl Credential {
+    /// The header, read from the environment now; an error names the key and the
+    /// variable, never a value.
+    pub fn header(&self) -> Result<crate::client::Header, String> {
+        match self {
+            Credential::Bearer { var } => crate::client::Header::bearer_from_env(var)
+                .map_err(|e| format!("bearer_env {var}: {e}")),
+            Credential::Header { name, var } => crate::client::Header::from_env(name, var)
+                .map_err(|e| format!("header_env {name}: {e}")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,8 +119,9 @@ pub enum TargetKind {
         port: u16,
         path: String,
     },
-    /// `url`: a running remote server (protocol only).
-    Url(String),
+    /// `url`: a running remote server (protocol only); `ca`: a PEM file of certificates
+    /// trusted beside the system's store for an https URL, as `--ca`.
+    Url { url: String, ca: Option<PathBuf> },
 }
 
 impl TargetKind {
@@ -114,10 +141,10 @@ impl TargetKind {
                 port: *port,
                 path: path.clone(),
             },
-            TargetKind::Url(url) => Target::RemoteHttp(
+            TargetKind::Url { url, ca } => Target::RemoteHttp(
                 crate::client::HttpEndpoint::parse(url)
                     .map_err(|e| e.to_string())?
-                    .trust(None)
+                    .trust(ca.as_deref())
                     .map_err(|e| e.to_string())?,
             ),
         })
@@ -196,6 +223,12 @@ struct RawTarget {
     uid: Option<Spanned<i64>>,
     #[serde(default)]
     protocol: Option<Spanned<String>>,
+    #[serde(default)]
+    ca: Option<Spanned<String>>,
+    #[serde(default)]
+    bearer_env: Option<Spanned<String>>,
+    #[serde(default)]
+    header_env: BTreeMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     contract: Option<Spanned<String>>,
     #[serde(default)]
@@ -380,7 +413,22 @@ impl Campaign {
                         format!("target {id:?}: `http` needs the `command` that serves it"),
                     ));
                 }
-                (None, _, Some(url)) => TargetKind::Url(url.get_ref().clone()),
+                (None, _, Some(url)) => TargetKind::Url {
+                    url: url.get_ref().clone(),
+                    ca: match &t.ca {
+                        None => None,
+                        Some(ca) => {
+                            let path = relative(ca.get_ref());
+                            if std::fs::metadata(&path).is_err() {
+                                return Err(error(
+                                    ca.span().start,
+                                    format!("target {id:?}: ca {} does not exist", path.display()),
+                                ));
+                            }
+                            Some(path)
+                        }
+                    },
+                },
                 (Some(command), None, None) => TargetKind::Stdio(command),
                 (Some(command), Some(http), None) => {
                     let (port, path) = crate::http_port(http.get_ref()).map_err(|m| {
@@ -417,6 +465,61 @@ impl Campaign {
                         .map_err(|e| error(p.span().start, format!("target {id:?}: {e}")))?,
                 ),
             };
+            if let Some(ca) = &t.ca
+                && !matches!(kind, TargetKind::Url { .. })
+            {
+                return Err(error(
+                    ca.span().start,
+                    format!("target {id:?}: `ca` is for `url` targets"),
+                ));
+            }
+            let mut credentials = Vec::new();
+            let http = !matches!(kind, TargetKind::Stdio(_));
+            let variable = |var: &Spanned<String>| {
+                let name = var.get_ref();
+                let valid =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                match valid {
+                    true => Ok(name.clone()),
+                    false => Err(error(
+                        var.span().start,
+                        format!("target {id:?}: {name:?} is not an environment variable name"),
+                    )),
+                }
+            };
+            if let Some(var) = &t.bearer_env {
+                credentials.push(Credential::Bearer {
+                    var: variable(var)?,
+                });
+            }
+            for (name, var) in &t.header_env {
+                if hyper::header::HeaderName::from_bytes(name.get_ref().as_bytes()).is_err() {
+                    return Err(error(
+                        name.span().start,
+                        format!(
+                            "target {id:?}: {:?} is not a valid header name",
+                            name.get_ref()
+                        ),
+                    ));
+                }
+                credentials.push(Credential::Header {
+                    name: name.get_ref().clone(),
+                    var: variable(var)?,
+                });
+            }
+            if !credentials.is_empty() && !http {
+                let at = t
+                    .bearer_env
+                    .as_ref()
+                    .map(|v| v.span().start)
+                    .or_else(|| t.header_env.keys().next().map(|k| k.span().start));
+                return Err(error(
+                    at.unwrap_or(table),
+                    format!(
+                        "target {id:?}: `bearer_env` and `header_env` are for HTTP targets (`url`, or `command` with `http`)"
+                    ),
+                ));
+            }
             let mut inputs = Inputs::default();
             for (key, value) in &t.env {
                 let given = format!("{}={}", key.get_ref(), value.get_ref());
@@ -490,6 +593,7 @@ impl Campaign {
                 inputs,
                 uid,
                 protocol,
+                credentials,
                 contract,
                 derivation,
                 tags: t.tags,

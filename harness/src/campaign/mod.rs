@@ -260,7 +260,7 @@ fn provenance(campaign: &Campaign) -> Value {
                 TargetKind::Stdio(command) | TargetKind::Http { command, .. } => {
                     command.iter().collect()
                 }
-                TargetKind::Url(_) => Vec::new(),
+                TargetKind::Url { .. } => Vec::new(),
             };
             let packages: Vec<Value> = words
                 .iter()
@@ -582,7 +582,24 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
             );
         }
     };
+    let headers: Result<Vec<_>, String> = target.credentials.iter().map(|c| c.header()).collect();
+    let headers = match headers {
+        Ok(headers) => headers,
+        Err(error) => {
+            return member(
+                &relative,
+                target,
+                planned,
+                "failed",
+                Exit::Usage,
+                None,
+                0,
+                format!("target {:?}: {error}", target.id),
+            );
+        }
+    };
     let mut options = ProbeOptions::new(kind, out.clone());
+    options.client.headers = headers;
     let budgets = campaign.budgets;
     options.client.initialize_timeout = Duration::from_secs(budgets.timeout_seconds);
     options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);

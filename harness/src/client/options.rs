@@ -105,6 +105,44 @@ pub struct Header {
     pub value: String,
 }
 
+impl Header {
+    /// `NAME: VALUE`, checked as HTTP allows; the error says what is wrong with the name
+    /// or the value, and never quotes the value.
+    pub fn new(name: &str, value: &str) -> Result<Header, String> {
+        let name = name.trim();
+        if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(format!("{name:?} is not a valid header name"));
+        }
+        if hyper::header::HeaderValue::from_str(value).is_err() {
+            return Err(format!("the value of {name} is not a valid header value"));
+        }
+        Ok(Header {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+
+    /// `NAME:` the value of the environment variable `var`; an error names the variable.
+    pub fn from_env(name: &str, var: &str) -> Result<Header, String> {
+        let value = std::env::var(var).unwrap_or_default();
+        if value.trim().is_empty() {
+            return Err(format!("the variable {var} is not set, or empty"));
+        }
+        Header::new(name, value.trim())
+            .map_err(|_| format!("the value of {var} is not a valid header value"))
+    }
+
+    /// `Authorization: Bearer` and the token in the environment variable `var`.
+    pub fn bearer_from_env(var: &str) -> Result<Header, String> {
+        let token = std::env::var(var).unwrap_or_default();
+        if token.trim().is_empty() {
+            return Err(format!("the variable {var} is not set, or empty"));
+        }
+        Header::new("Authorization", &format!("Bearer {}", token.trim()))
+            .map_err(|_| format!("the token in {var} is not a valid header value"))
+    }
+}
+
 impl std::fmt::Debug for Header {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: <redacted>", self.name)
