@@ -126,3 +126,24 @@ fn mcp_server_fetch_reaches_the_sinkhole_and_its_egress_is_recorded() {
         "{requests:#?}"
     );
 }
+
+#[test]
+fn a_python_sdk_server_of_the_older_http_sse_transport_is_audited_in_the_sandbox() {
+    let test = "a_python_sdk_server_of_the_older_http_sse_transport_is_audited_in_the_sandbox";
+    let Some(python) = installed(test, "python") else {
+        return;
+    };
+    // The Python SDK's own HTTP+SSE server: POST /sse is 405, GET /sse names the endpoint.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sse/legacy_sse.py");
+    let probe = probe(&["--http", "8765/sse"], &[&python, script, "8765"]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let write = cell(&probe.json, "keep_word", "fs.write");
+    assert_eq!(write["verdict"], "confirmed", "{write}");
+    assert!(write.to_string().contains("glossary-cache.txt"), "{write}");
+    assert_eq!(cell(&probe.json, "shout", "fs.write")["verdict"], "refuted");
+    // It was the older transport: the stream's endpoint event is a frame.
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    assert!(log.contains("/messages/?session_id="), "no endpoint event");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+    assert_report_matches(&probe);
+}

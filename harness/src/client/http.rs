@@ -13,6 +13,10 @@
 //! Once the session is initialized, one GET opens the stream a server uses outside any
 //! request (read like a POST's SSE answer, under the same caps; a server may offer none),
 //! and at shutdown a DELETE ends the session the server gave.
+//! A server of the older HTTP+SSE transport (2024-11-05) refuses the first POST with 400,
+//! 404 or 405: vac then GETs the URL, and if it answers an event stream whose first event
+//! names an `endpoint` on the same server, posts every message there and reads every answer
+//! from that stream (the refusal, the event and the answers are frames like any other).
 //! rmcp's own streamable HTTP client is not used: it re-initializes on an expired session
 //! and decodes bodies itself, which would hide exactly what an audit must see.
 
@@ -71,6 +75,9 @@ pub(crate) struct HttpShared {
     tasks: Mutex<Vec<AbortHandle>>,
     /// The GET stream was asked for (once a session, after `notifications/initialized`).
     listening: std::sync::atomic::AtomicBool,
+    /// The path the HTTP+SSE transport's `endpoint` event named: set, the server is one
+    /// of that transport, messages are posted there and answered on its stream.
+    legacy: watch::Sender<Option<String>>,
 }
 
 /// The rmcp transport over Streamable HTTP.
@@ -111,6 +118,7 @@ impl HttpLink {
             next: AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
             listening: std::sync::atomic::AtomicBool::new(false),
+            legacy: watch::Sender::new(None),
         });
         let (tx, rx) = mpsc::channel(QUEUE);
         let transport = HttpTransport {
@@ -192,6 +200,8 @@ impl Transport<RoleClient> for HttpTransport {
         let encoded = serde_json::to_vec(&item);
         let ticket = self.http.next.fetch_add(1, Ordering::Relaxed);
         let (http, tx) = (self.http.clone(), self.tx.clone());
+        let initialize = matches!(&item, rmcp::model::JsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::InitializeRequest(_)));
         async move {
             let answered = {
                 // First, so that even a message that fails to encode passes the turn on.
@@ -199,7 +209,12 @@ impl Transport<RoleClient> for HttpTransport {
                 let body = encoded?;
                 let mut waiting = turn.0.subscribe();
                 let _ = waiting.wait_for(|now| *now >= ticket).await;
-                http.post(body).await
+                match http.post(body.clone()).await {
+                    Ok(refused) if initialize && http.older_transport(&refused) => {
+                        http.legacy(refused, body, tx.clone()).await
+                    }
+                    answered => answered,
+                }
             };
             if answered.is_ok() {
                 http.link.answer_written(&item);
@@ -251,7 +266,8 @@ impl HttpShared {
     /// answered. A server that offers none (405, or any other answer) loses nothing: the
     /// stream is optional, and its refusal is not recorded as if it were a message.
     fn listen(self: Arc<Self>, tx: mpsc::Sender<ServerJsonRpcMessage>) {
-        if self.listening.swap(true, Ordering::SeqCst) {
+        // The HTTP+SSE transport's stream is open already.
+        if self.listening.swap(true, Ordering::SeqCst) || self.legacy.borrow().is_some() {
             return;
         }
         let http = self.clone();
@@ -272,6 +288,100 @@ impl HttpShared {
                 http.sse(response.into_body(), tx).await;
             }
         });
+    }
+
+    /// Whether the answer to the first POST is how a server of the HTTP+SSE transport
+    /// (2024-11-05) refuses it: 400, 404 or 405, before any session.
+    fn older_transport(&self, response: &hyper::Response<Incoming>) -> bool {
+        matches!(response.status().as_u16(), 400 | 404 | 405)
+            && lock(&self.session).is_none()
+            && self.legacy.borrow().is_none()
+    }
+
+    /// Tries the HTTP+SSE transport after the server `refused` the initialize POST: a GET
+    /// of the URL whose event stream names an endpoint (within the request timeout), then
+    /// `body` again to that endpoint. If the server offers no such stream, the refusal is
+    /// the answer, as it would have been.
+    async fn legacy(
+        self: &Arc<Self>,
+        refused: hyper::Response<Incoming>,
+        body: Vec<u8>,
+        tx: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> Result<hyper::Response<Incoming>, Fault> {
+        let status = refused.status().as_u16();
+        let excerpt = self.excerpt(&mut refused.into_body()).await;
+        let refusal = || Fault::HttpStatus {
+            status,
+            session: None,
+            excerpt: excerpt.clone(),
+        };
+        let deadline = Instant::now() + self.timeout;
+        let Ok(stream) = self.request(hyper::Method::GET, None).await else {
+            return Err(refusal());
+        };
+        let is_stream = stream
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            });
+        if stream.status() != hyper::StatusCode::OK || !is_stream {
+            let _ = self.excerpt(&mut stream.into_body()).await;
+            return Err(refusal());
+        }
+        let mut named = self.legacy.subscribe();
+        let http = self.clone();
+        self.spawn(async move { http.sse(stream.into_body(), tx).await });
+        let named = async { named.wait_for(Option::is_some).await.is_ok() };
+        if !tokio::time::timeout_at(deadline, named)
+            .await
+            .unwrap_or(false)
+        {
+            return Err(refusal());
+        }
+        self.post(body).await
+    }
+
+    /// Takes the `endpoint` event of the HTTP+SSE transport: a path, or an absolute URL
+    /// on the same server, where the client's messages go; false (and the session's
+    /// fault) for anything else.
+    fn endpoint_named(&self, data: Vec<u8>) -> bool {
+        let len = data.len() as u64;
+        let text = String::from_utf8_lossy(&data).trim().to_owned();
+        let frame = self
+            .log
+            .record(Direction::FromServer, self.log.elapsed(), data, len, false);
+        let origin = format!(
+            "{}://{}",
+            if self.endpoint.is_tls() {
+                "https"
+            } else {
+                "http"
+            },
+            self.endpoint.authority()
+        );
+        let path = match text.strip_prefix(&origin) {
+            Some(rest) if rest.starts_with('/') => Some(rest.to_owned()),
+            _ if text.starts_with('/') && !text.starts_with("//") => Some(text.clone()),
+            _ => None,
+        };
+        match path {
+            Some(path) if self.legacy.borrow().is_none() => {
+                self.legacy.send_replace(Some(path));
+                true
+            }
+            Some(_) => true,
+            None => {
+                let detail = format!(
+                    "the endpoint event names {text:?}, not a path on the server vac connected to"
+                );
+                self.link.set_fault(Fault::Garbage { frame, detail });
+                false
+            }
+        }
     }
 
     /// Ends the session the server gave, if it gave one: a DELETE with its id, whose answer
@@ -352,9 +462,14 @@ impl HttpShared {
             hyper::Method::GET => "text/event-stream",
             _ => "application/json, text/event-stream",
         };
+        let legacy = self.legacy.borrow().clone();
+        let path = match (&method, legacy) {
+            (&hyper::Method::POST, Some(path)) => path,
+            _ => self.endpoint.path().to_owned(),
+        };
         let mut request = hyper::Request::builder()
             .method(method)
-            .uri(self.endpoint.path())
+            .uri(path)
             .header(HOST, self.endpoint.authority())
             .header(ACCEPT, accept);
         if body.is_some() {
@@ -585,6 +700,11 @@ impl HttpShared {
                         let at = self.log.elapsed();
                         self.log.record(Direction::FromServer, at, kept, seen, true);
                     }
+                    // The HTTP+SSE transport's one stream carries every answer: once it
+                    // ends, the session has.
+                    if self.legacy.borrow().is_some() {
+                        self.link.set_fault(Fault::Eof);
+                    }
                     return;
                 }
                 Err(fault) => return self.link.set_fault(fault),
@@ -594,6 +714,11 @@ impl HttpShared {
                 match event {
                     SseItem::Data(data) => {
                         if !self.message(data, &tx).await {
+                            return;
+                        }
+                    }
+                    SseItem::Endpoint(data) => {
+                        if !self.endpoint_named(data) {
                             return;
                         }
                     }

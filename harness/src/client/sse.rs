@@ -9,6 +9,9 @@ pub(crate) enum SseItem {
     /// The data of one event (its `data:` lines joined by `\n`); events without data, such
     /// as priming events and keep-alive comments, yield nothing.
     Data(Vec<u8>),
+    /// The data of an `endpoint` event: where a server of the HTTP+SSE transport
+    /// (2024-11-05) takes the client's messages.
+    Endpoint(Vec<u8>),
     /// An event over the cap: its first `cap` bytes and how many were counted. The stream
     /// is unusable after it.
     TooLong { kept: Vec<u8>, seen: u64 },
@@ -20,6 +23,8 @@ pub(crate) struct SseSplitter {
     max: usize,
     data: Vec<u8>,
     has_data: bool,
+    /// The event's `event:` field is `endpoint`.
+    endpoint: bool,
 }
 
 impl SseSplitter {
@@ -29,6 +34,7 @@ impl SseSplitter {
             max,
             data: Vec::new(),
             has_data: false,
+            endpoint: false,
         }
     }
 
@@ -55,8 +61,12 @@ impl SseSplitter {
             }
             if text.is_empty() {
                 let data = std::mem::take(&mut self.data);
+                let endpoint = std::mem::take(&mut self.endpoint);
                 if std::mem::take(&mut self.has_data) && !data.is_empty() {
-                    out.push(SseItem::Data(data));
+                    out.push(match endpoint {
+                        true => SseItem::Endpoint(data),
+                        false => SseItem::Data(data),
+                    });
                 }
                 continue;
             }
@@ -65,6 +75,9 @@ impl SseSplitter {
                 Some(i) => (&text[..i], &text[i + 1..]),
                 None => (text, &b""[..]),
             };
+            if field == b"event" {
+                self.endpoint = value.strip_prefix(b" ").unwrap_or(value) == b"endpoint";
+            }
             if field == b"data" {
                 if self.has_data {
                     self.data.push(b'\n');
@@ -117,6 +130,22 @@ mod tests {
             ],
         );
         assert_eq!(got, [data("{\"a\":\n1}")]);
+    }
+
+    #[test]
+    fn an_endpoint_event_is_told_apart_and_the_next_event_is_a_message_again() {
+        let out = events(
+            64,
+            &[b"event: endpoint\ndata: /messages?session=1\n\nevent: message\ndata: {}\n\ndata: 2\n\n"],
+        );
+        assert_eq!(
+            out,
+            vec![
+                SseItem::Endpoint(b"/messages?session=1".to_vec()),
+                data("{}"),
+                data("2")
+            ]
+        );
     }
 
     #[test]
