@@ -189,19 +189,18 @@ impl Transport<RoleClient> for HttpTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Registered before the request leaves, so the answer cannot outrun it.
         self.http.link.expect_answer(&item);
-        let discover = match &item {
-            rmcp::model::JsonRpcMessage::Request(request)
-                if matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
-            {
-                Some(request.id.clone())
-            }
-            _ => None,
+        // The two requests whose refusal may mean an older protocol or transport.
+        let (discover, initialize) = match &item {
+            rmcp::model::JsonRpcMessage::Request(request) => match request.request {
+                ClientRequest::DiscoverRequest(_) => (Some(request.id.clone()), false),
+                ClientRequest::InitializeRequest(_) => (None, true),
+                _ => (None, false),
+            },
+            _ => (None, false),
         };
         let encoded = serde_json::to_vec(&item);
         let ticket = self.http.next.fetch_add(1, Ordering::Relaxed);
         let (http, tx) = (self.http.clone(), self.tx.clone());
-        let initialize = matches!(&item, rmcp::model::JsonRpcMessage::Request(request)
-            if matches!(request.request, ClientRequest::InitializeRequest(_)));
         async move {
             let answered = {
                 // First, so that even a message that fails to encode passes the turn on.
@@ -275,16 +274,7 @@ impl HttpShared {
             let Ok(response) = http.request(hyper::Method::GET, None).await else {
                 return;
             };
-            let is_stream = response
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| {
-                    v.trim_start()
-                        .to_ascii_lowercase()
-                        .starts_with("text/event-stream")
-                });
-            if response.status() == hyper::StatusCode::OK && is_stream {
+            if event_stream(&response) {
                 http.sse(response.into_body(), tx).await;
             }
         });
@@ -319,16 +309,7 @@ impl HttpShared {
         let Ok(stream) = self.request(hyper::Method::GET, None).await else {
             return Err(refusal());
         };
-        let is_stream = stream
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("text/event-stream")
-            });
-        if stream.status() != hyper::StatusCode::OK || !is_stream {
+        if !event_stream(&stream) {
             let _ = self.excerpt(&mut stream.into_body()).await;
             return Err(refusal());
         }
@@ -766,6 +747,17 @@ impl HttpShared {
             }
         }
     }
+}
+
+/// Whether a GET was answered with an event stream (200, `text/event-stream`).
+fn event_stream(response: &hyper::Response<Incoming>) -> bool {
+    let media = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim_start().to_ascii_lowercase());
+    response.status() == hyper::StatusCode::OK
+        && media.is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// Whether a message is the client's `notifications/initialized`.

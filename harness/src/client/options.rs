@@ -124,22 +124,23 @@ impl Header {
 
     /// `NAME:` the value of the environment variable `var`; an error names the variable.
     pub fn from_env(name: &str, var: &str) -> Result<Header, String> {
-        let value = std::env::var(var).unwrap_or_default();
-        if value.trim().is_empty() {
-            return Err(format!("the variable {var} is not set, or empty"));
-        }
-        Header::new(name, value.trim())
+        Header::new(name, &env_value(var)?)
             .map_err(|_| format!("the value of {var} is not a valid header value"))
     }
 
     /// `Authorization: Bearer` and the token in the environment variable `var`.
     pub fn bearer_from_env(var: &str) -> Result<Header, String> {
-        let token = std::env::var(var).unwrap_or_default();
-        if token.trim().is_empty() {
-            return Err(format!("the variable {var} is not set, or empty"));
-        }
-        Header::new("Authorization", &format!("Bearer {}", token.trim()))
+        Header::new("Authorization", &format!("Bearer {}", env_value(var)?))
             .map_err(|_| format!("the token in {var} is not a valid header value"))
+    }
+}
+
+/// The trimmed value of the environment variable `var`, which must hold something.
+fn env_value(var: &str) -> Result<String, String> {
+    let value = std::env::var(var).unwrap_or_default();
+    match value.trim() {
+        "" => Err(format!("the variable {var} is not set, or empty")),
+        value => Ok(value.to_owned()),
     }
 }
 
