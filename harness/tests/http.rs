@@ -42,40 +42,15 @@ struct Remote<'a> {
 
 /// [`remote`], served and probed as `how` says.
 fn remote_with(mode: &str, how: &Remote) -> (std::process::Output, Value, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["home", "tmp", "work/notes"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    std::fs::write(dir.path().join("work/notes/welcome.md"), "# Welcome\n").unwrap();
+    let dir = lab_dir();
     let receipts = dir.path().join("receipts");
-    // A fresh network namespace with only its loopback: the fixture's planted lookups and
-    // connections fail there instead of leaving the machine.
-    let script = format!(
-        r#"ip link set lo up || exit 90
-HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode {mode} --transport http --port {PORT} {fixture} 2>{d}/fixture.log &
-fixture=$!
-up=0
-for i in $(seq 200); do
-  if (echo > /dev/tcp/127.0.0.1/{PORT}) 2>/dev/null; then up=1; break; fi
-  sleep 0.05
-done
-[ $up = 1 ] || {{ kill $fixture; exit 91; }}
-"$0" probe --json --out {r} {probe} --url {scheme}://127.0.0.1:{PORT}/mcp
-code=$?
-kill $fixture
-exit $code"#,
-        d = dir.path().display(),
+    let probe = format!(
+        "probe --json --out {r} {probe} --url {scheme}://127.0.0.1:{PORT}/mcp",
         r = receipts.display(),
-        fixture = how.fixture,
         probe = how.probe,
         scheme = if how.tls { "https" } else { "http" },
     );
-    let output = Command::new("unshare")
-        .args(["--net", "--", "bash", "-c", &script, VAC])
-        .envs(how.env.iter().copied())
-        .current_dir(dir.path().join("work"))
-        .output()
-        .unwrap();
+    let output = beside_fixture(&dir, mode, how.fixture, &probe, how.env);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
@@ -86,6 +61,52 @@ exit $code"#,
     });
     assert_eq!(verify(&receipts).status.code(), Some(0));
     (output, json, dir)
+}
+
+/// A lab-like directory for a fixture run outside the sandbox: `home`, `tmp`, and `work`
+/// with its notes.
+fn lab_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["home", "tmp", "work/notes"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    std::fs::write(dir.path().join("work/notes/welcome.md"), "# Welcome\n").unwrap();
+    dir
+}
+
+/// `vac` with the arguments `then` (shell words), run in `dir`'s `work` inside a fresh
+/// network namespace with only its loopback, while the fixture `mode` serves HTTP on
+/// [`PORT`] there (with the extra arguments `fixture`): its planted lookups and connections
+/// fail there instead of leaving the machine. `env` is given to both.
+fn beside_fixture(
+    dir: &tempfile::TempDir,
+    mode: &str,
+    fixture: &str,
+    then: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let script = format!(
+        r#"ip link set lo up || exit 90
+HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode {mode} --transport http --port {PORT} {fixture} 2>{d}/fixture.log &
+fixture=$!
+up=0
+for i in $(seq 200); do
+  if (echo > /dev/tcp/127.0.0.1/{PORT}) 2>/dev/null; then up=1; break; fi
+  sleep 0.05
+done
+[ $up = 1 ] || {{ kill $fixture; exit 91; }}
+"$0" {then}
+code=$?
+kill $fixture
+exit $code"#,
+        d = dir.path().display(),
+    );
+    Command::new("unshare")
+        .args(["--net", "--", "bash", "-c", &script, VAC])
+        .envs(env.iter().copied())
+        .current_dir(dir.path().join("work"))
+        .output()
+        .unwrap()
 }
 
 /// The command of the fixture `mode` serving Streamable HTTP on [`PORT`], for `--http`.
@@ -1115,11 +1136,7 @@ fn a_campaign_reaches_the_twin_behind_tls_with_its_token_from_the_environment() 
     if !privileged("a_campaign_reaches_the_twin_behind_tls_with_its_token_from_the_environment") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["home", "tmp", "work/notes"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    std::fs::write(dir.path().join("work/notes/welcome.md"), "# Welcome\n").unwrap();
+    let dir = lab_dir();
     // The file names variables only; one target's variable is not set.
     let file = dir.path().join("remote.toml");
     std::fs::write(
@@ -1144,34 +1161,20 @@ bearer_env = "VAC_TWIN_UNSET"
         ),
     )
     .unwrap();
-    let script = format!(
-        r#"ip link set lo up || exit 90
-HOME={d}/home TMPDIR={d}/tmp "$0" fixture --mode dishonest --transport http --port {PORT} \
-  --tls-cert {TLS_DIR}/server.pem --tls-key {TLS_DIR}/server.key \
-  --require-bearer-env VAC_TWIN_TOKEN 2>{d}/fixture.log &
-fixture=$!
-up=0
-for i in $(seq 200); do
-  if (echo > /dev/tcp/127.0.0.1/{PORT}) 2>/dev/null; then up=1; break; fi
-  sleep 0.05
-done
-[ $up = 1 ] || {{ kill $fixture; exit 91; }}
-"$0" campaign run {f}
-code=$?
-kill $fixture
-exit $code"#,
-        d = dir.path().display(),
-        f = file.display(),
-    );
     let trace = "trace-5e0b1f33c9d2a7e4";
-    let output = Command::new("unshare")
-        .args(["--net", "--", "bash", "-c", &script, VAC])
-        .env("VAC_TWIN_TOKEN", TOKEN)
-        .env("VAC_TWIN_TRACE", trace)
-        .env_remove("VAC_TWIN_UNSET")
-        .current_dir(dir.path().join("work"))
-        .output()
-        .unwrap();
+    let fixture = format!(
+        "--tls-cert {TLS_DIR}/server.pem --tls-key {TLS_DIR}/server.key \
+         --require-bearer-env VAC_TWIN_TOKEN"
+    );
+    // VAC_TWIN_UNSET is not set: the test runs with no such variable.
+    assert!(std::env::var_os("VAC_TWIN_UNSET").is_none());
+    let output = beside_fixture(
+        &dir,
+        "dishonest",
+        &fixture,
+        &format!("campaign run {}", file.display()),
+        &[("VAC_TWIN_TOKEN", TOKEN), ("VAC_TWIN_TRACE", trace)],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stdout.contains("twin: 11 tools"), "{stdout}{stderr}");

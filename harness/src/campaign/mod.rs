@@ -567,8 +567,16 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     let target = &campaign.targets[planned.target];
     let relative = member_dir(&target.id, planned.repetition);
     let out = dir.join(&relative);
-    let kind = match target.kind.target() {
-        Ok(kind) => kind,
+    // What the target needs before it runs: its endpoint and its credentials.
+    let prepared = target.kind.target().and_then(|kind| {
+        let headers = target.credentials.iter().map(|c| c.header());
+        let headers = headers
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|error| format!("target {:?}: {error}", target.id))?;
+        Ok((kind, headers))
+    });
+    let (kind, headers) = match prepared {
+        Ok(prepared) => prepared,
         Err(error) => {
             return member(
                 &relative,
@@ -579,22 +587,6 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
                 None,
                 0,
                 error,
-            );
-        }
-    };
-    let headers: Result<Vec<_>, String> = target.credentials.iter().map(|c| c.header()).collect();
-    let headers = match headers {
-        Ok(headers) => headers,
-        Err(error) => {
-            return member(
-                &relative,
-                target,
-                planned,
-                "failed",
-                Exit::Usage,
-                None,
-                0,
-                format!("target {:?}: {error}", target.id),
             );
         }
     };
