@@ -60,7 +60,9 @@ chmod a+rx "$(dirname "$PREFIX")" 2>/dev/null || true
 # with pyenv and uv. The sandbox runs them as the invoking user (root here) with the host's
 # homes hidden except this installation.
 VENV=${VAC_THIRDPARTY_VENV:-/root/.vac-thirdparty/venv}
-PYPI_PINS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 mcp-server-fetch==2026.10.24"
+# The SDK under them is pinned too: it decides how they speak (and the HTTP+SSE server
+# harness/tests/data/sse/legacy_sse.py is written against its 2.x API).
+PYPI_PINS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 mcp-server-fetch==2026.10.24 mcp==2.3.0"
 command -v python3 >/dev/null || die "python3 not found on PATH"
 mkdir -p "$(dirname "$VENV")" && chmod 700 "$(dirname "$VENV")" \
     || die "cannot make the private directory $(dirname "$VENV")"
