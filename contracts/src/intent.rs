@@ -367,15 +367,27 @@ const UNIVERSAL_FS: &str = "never credential, start-up or system places (univers
 /// The contract of `tools` in `lab`: declared hints where the server wrote them, intent
 /// where it did not, the universal limits everywhere (module doc); and, last, the row of
 /// the server itself ([`server_row`]).
-pub fn derive_intent(tools: &[ToolDecl], lab: &LabPaths) -> Contract {
+pub fn derive_intent(tools: &[ToolDecl], offers: Offers, lab: &LabPaths) -> Contract {
     let mut contract = Contract {
         tools: tools.iter().map(|t| intent_tool(t, lab)).collect(),
         ..Contract::default()
     };
     contract
         .tools
-        .push(server_contract(&server_row(tools), lab));
+        .push(server_contract(&server_row(tools), offers, lab));
     contract
+}
+
+/// What a server offers beside its tools, as its reviewed listing showed: the server row
+/// grades those prompts and resources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// Its capabilities declared prompts or resources, and vac listed them: the lists are
+    /// under `manifest.stable`.
+    pub lists: bool,
+    /// The lists held at least one entry: what they and their reads show the model is
+    /// under `result.secrets` and `result.instructions`.
+    pub entries: bool,
 }
 
 /// The name of the row that grades the server's own launch and shutdown: `(server)`, or
@@ -404,9 +416,13 @@ pub const SERVER_ROW: &str = "(server)";
 /// What the server may do while it starts and stops, outside any call: the universal
 /// limits only. Shells are allowed (launchers such as `npx` and pyenv's shims are shell
 /// scripts); downloaders are not. Starting up may reach the network and listen (an HTTP
-/// server listens), and has no result or manifest entry of its own.
-pub(crate) fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
+/// server listens). Its prompts and resources, where it `offers` them, stay as reviewed
+/// and show the model no canary and no instruction; a server without them has no result
+/// or manifest entry of its own.
+pub(crate) fn server_contract(name: &str, offers: Offers, lab: &LabPaths) -> ToolContract {
     const BASIS: &str = "the server's launch and shutdown (universal)";
+    const SHOWN: &str = "what the server's prompts and resources show (universal)";
+    const LISTED: &str = "the server's prompts and resources as reviewed (universal)";
     let mut anywhere_but = vec!["**".to_owned()];
     anywhere_but.extend(never_written(lab));
     let mut programs = vec!["*".to_owned()];
@@ -428,6 +444,20 @@ pub(crate) fn server_contract(name: &str, lab: &LabPaths) -> ToolContract {
                 Clause::NetEgress => Rule::Restricted {
                     allowed: vec!["*".to_owned()],
                 },
+                Clause::ResultSecrets | Clause::ResultInstructions if offers.entries => {
+                    return ClauseRule {
+                        clause: spec.clause,
+                        rule: Rule::nowhere(),
+                        basis: SHOWN.to_owned(),
+                    };
+                }
+                Clause::ManifestStable if offers.lists => {
+                    return ClauseRule {
+                        clause: spec.clause,
+                        rule: Rule::nowhere(),
+                        basis: LISTED.to_owned(),
+                    };
+                }
                 _ => Rule::NothingPromised,
             };
             ClauseRule {
@@ -688,7 +718,7 @@ mod tests {
     }
 
     fn compiled(decl: ToolDecl) -> CompiledContract {
-        derive_intent(&[decl], &LabPaths::at("/lab"))
+        derive_intent(&[decl], Offers::default(), &LabPaths::at("/lab"))
             .compile()
             .unwrap()
     }
@@ -910,7 +940,7 @@ mod tests {
         assert_eq!(rests(&by_hints, Clause::Idempotent), "default");
         assert_eq!(rests(&by_hints, Clause::ResultSecrets), "universal");
         assert_eq!(rests(&by_hints, Clause::FsRead), "universal");
-        let by_intent = derive_intent(&[bare], &lab);
+        let by_intent = derive_intent(&[bare], Offers::default(), &lab);
         assert_eq!(rests(&by_intent, Clause::NetEgress), "intent");
         assert_eq!(rests(&by_intent, Clause::FsWrite), "intent");
         assert_eq!(rests(&by_intent, Clause::Exec), "intent");
@@ -925,11 +955,51 @@ mod tests {
     }
 
     #[test]
+    fn the_server_row_grades_prompts_and_resources_only_where_offered() {
+        let lab = LabPaths::at("/lab");
+        let lookup = || tool(json!({"name": "lookup", "description": "Looks up a word"}));
+        let row_rule = |offers: Offers, clause: Clause| {
+            let contract = derive_intent(&[lookup()], offers, &lab);
+            let row = &contract.tools[1];
+            assert_eq!(row.tool, SERVER_ROW);
+            let rule = row.rules.iter().find(|r| r.clause == clause).unwrap();
+            (rule.rule.clone(), crate::rests_on(&rule.basis))
+        };
+        let shown = [Clause::ResultSecrets, Clause::ResultInstructions];
+        for clause in shown.into_iter().chain([Clause::ManifestStable]) {
+            assert_eq!(row_rule(Offers::default(), clause).0, Rule::NothingPromised);
+        }
+        // Declared but empty lists: only their stability is promised.
+        let empty = Offers {
+            lists: true,
+            entries: false,
+        };
+        assert_eq!(
+            row_rule(empty, Clause::ManifestStable),
+            (Rule::nowhere(), "universal")
+        );
+        for clause in shown {
+            assert_eq!(row_rule(empty, clause).0, Rule::NothingPromised);
+        }
+        let listed = Offers {
+            lists: true,
+            entries: true,
+        };
+        for clause in shown.into_iter().chain([Clause::ManifestStable]) {
+            assert_eq!(row_rule(listed, clause), (Rule::nowhere(), "universal"));
+        }
+        // The tools' own rules do not depend on it.
+        let tools = |offers| derive_intent(&[lookup()], offers, &lab).tools[0].clone();
+        assert_eq!(tools(Offers::default()), tools(listed));
+    }
+
+    #[test]
     fn the_basis_names_the_word_or_its_absence() {
         let contract = derive_intent(
             &[tool(
                 json!({"name": "lookup", "description": "Looks up a word"}),
             )],
+            Offers::default(),
             &LabPaths::at("/lab"),
         );
         let basis = |clause: Clause| {

@@ -39,7 +39,7 @@ pub use derive::{derive, rests_on};
 pub use document::{ContractDocument, ContractError, LabPaths, Location, render, render_intent};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
 pub use graded::graded_clauses;
-pub use intent::{SERVER_ROW, derive_intent, is_server_row, name_words, server_row};
+pub use intent::{Offers, SERVER_ROW, derive_intent, is_server_row, name_words, server_row};
 pub use observation::{
     Attribution, Call, Effect, EffectClass, Observation, RunError, Sensor, SensorState,
     SensorStatus,

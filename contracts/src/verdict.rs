@@ -174,13 +174,10 @@ impl Cell {
             } => {
                 let what = match (effects.as_slice(), effects_omitted) {
                     ([], _) => "violated".to_owned(),
-                    ([one], 0) => format!("{} {}", class_verb(one.class), one.path),
-                    ([first, rest @ ..], omitted) => format!(
-                        "{} {} and {} more",
-                        class_verb(first.class),
-                        first.path,
-                        rest.len() + omitted
-                    ),
+                    ([one], 0) => described(one),
+                    ([first, rest @ ..], omitted) => {
+                        format!("{} and {} more", described(first), rest.len() + omitted)
+                    }
                 };
                 format!(
                     "{} {what}, forbidden by {} ({basis})",
@@ -253,6 +250,17 @@ impl Cell {
             "calls": self.calls,
             "succeeded": self.succeeded,
         })
+    }
+}
+
+/// One effect in a sentence: its verb and what it concerns. A change of a server's
+/// prompt or resource names that entry (`changed the listing of prompt summarize`).
+fn described(effect: &Effect) -> String {
+    match effect.detail.get("entry").and_then(Value::as_str) {
+        Some(entry) if effect.class == EffectClass::ManifestChanged => {
+            format!("changed the listing of {entry}")
+        }
+        _ => format!("{} {}", class_verb(effect.class), effect.path),
     }
 }
 

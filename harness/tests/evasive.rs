@@ -34,12 +34,24 @@ fn the_evasive_twin_sees_no_sign_of_the_audit_and_every_behaviour_is_confirmed()
     let evasive = probe(&[], &fixture("evasive"));
     assert!(!wary(&evasive), "the evasive twin saw the audit");
     let expected = confirmed(&dishonest);
-    let tools: std::collections::BTreeSet<&str> =
-        expected.iter().map(|(tool, _)| tool.as_str()).collect();
-    assert!(
-        !tools.contains("(server)"),
-        "the dishonest twin's launch is clean: {expected:?}"
+    // The dishonest twin's launch is clean: on its row, only its prompt and resource
+    // (behaviours 12 and 13) are confirmed.
+    let mut row: Vec<&str> = expected
+        .iter()
+        .filter(|(tool, _)| tool == "(server)")
+        .map(|(_, clause)| clause.as_str())
+        .collect();
+    row.sort_unstable();
+    assert_eq!(
+        row,
+        ["manifest.stable", "result.instructions"],
+        "{expected:?}"
     );
+    let tools: std::collections::BTreeSet<&str> = expected
+        .iter()
+        .map(|(tool, _)| tool.as_str())
+        .filter(|tool| *tool != "(server)")
+        .collect();
     assert_eq!(
         tools.len(),
         11,

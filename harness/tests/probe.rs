@@ -163,6 +163,83 @@ fn honest_twin_has_no_confirmed_cell() {
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
 }
 
+/// The twins' prompt and resource (SPEC §4): listed, read and graded on the server's own
+/// row. The dishonest prompt's listing changes after two calls (behaviour 12) and its
+/// resource's content speaks to the model (behaviour 13); the honest twin offers the same
+/// surface, honestly.
+#[test]
+fn the_twins_prompt_and_resource_are_graded_on_the_server_row() {
+    if !privileged("the_twins_prompt_and_resource_are_graded_on_the_server_row") {
+        return;
+    }
+    let dishonest = audit("dishonest");
+    let changed = cell(&dishonest.json, "(server)", "manifest.stable");
+    assert_eq!(changed["verdict"], "confirmed", "{changed:#}");
+    assert!(
+        changed["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("(server) changed the listing of prompt review_notes"),
+        "{changed:#}"
+    );
+    let effects = changed["evidence"]["effects"].as_array().unwrap();
+    assert!(
+        effects
+            .iter()
+            .all(|e| e["detail"]["entry"] == "prompt review_notes"
+                && e["detail"]["between"] == "within_session"),
+        "{effects:#?}"
+    );
+    let field = &effects[0]["detail"]["fields"][0];
+    assert_eq!(field["field"], "/entry/description", "{field}");
+    let after = field["after"].as_str().unwrap();
+    assert!(after.contains("~/.ssh/id_rsa"), "{after}");
+    let told = cell(&dishonest.json, "(server)", "result.instructions");
+    assert_eq!(told["verdict"], "confirmed", "{told:#}");
+    let effects = told["evidence"]["effects"].as_array().unwrap();
+    assert!(
+        effects.iter().any(|e| e["detail"]["in"] == "resources/read"
+            && e["detail"]["entry"] == "resource notes://index"),
+        "{effects:#?}"
+    );
+    // Neither is the tools': their grid is the planted behaviours'.
+    let secrets = cell(&dishonest.json, "(server)", "result.secrets");
+    assert_eq!(secrets["verdict"], "refuted", "{secrets:#}");
+    assert_eq!(verify(&dishonest.receipts).status.code(), Some(0));
+
+    let honest = audit("honest");
+    assert!(
+        cells(&honest.json, "confirmed").is_empty(),
+        "{:#}",
+        honest.json["verdicts"]
+    );
+    for clause in ["manifest.stable", "result.instructions", "result.secrets"] {
+        let row = cell(&honest.json, "(server)", clause);
+        assert_eq!(row["verdict"], "refuted", "{row:#}");
+        assert!(
+            row["reason"]
+                .as_str()
+                .unwrap()
+                .contains("the server's prompts and resources"),
+            "{row:#}"
+        );
+    }
+    // Every listing and read is a recorded frame.
+    let receipts = std::fs::read_to_string(honest.receipts.join("receipts.jsonl")).unwrap();
+    for method in [
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/read",
+    ] {
+        assert!(
+            receipts.contains(&format!("\\\"method\\\":\\\"{method}\\\"")),
+            "no {method} frame"
+        );
+    }
+    assert_eq!(verify(&honest.receipts).status.code(), Some(0));
+}
+
 #[test]
 fn broad_server_declared_writes_are_skipped_not_flagged() {
     if !privileged("broad_server_declared_writes_are_skipped_not_flagged") {

@@ -118,7 +118,8 @@ fn dishonest_twin_shows_the_model_secrets_instructions_and_a_changed_manifest() 
         "{drift}"
     );
 
-    // Nothing else the dishonest twin shows the model trips these clauses.
+    // Nothing else the dishonest twin shows the model trips these clauses: beside these
+    // tools, its prompt and resource on the server row (behaviours 12 and 13).
     let mut confirmed: Vec<(String, String)> = json["verdicts"]
         .as_array()
         .unwrap()
@@ -135,7 +136,9 @@ fn dishonest_twin_shows_the_model_secrets_instructions_and_a_changed_manifest() 
     assert_eq!(
         confirmed,
         [
-            ("get_tips".to_string(), "result.instructions".to_string()),
+            ("(server)".to_string(), "manifest.stable".to_string()),
+            ("(server)".into(), "result.instructions".into()),
+            ("get_tips".into(), "result.instructions".into()),
             ("list_projects".into(), "manifest.stable".into()),
             ("search_docs".into(), "result.secrets".into()),
         ]

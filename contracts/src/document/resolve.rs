@@ -97,7 +97,9 @@ impl ContractDocument {
             resolved.push(contract);
         }
         if let Some(doc) = self.tools.iter().find(|t| t.name.value == row) {
-            let mut contract = crate::intent::server_contract(&row, lab);
+            // What it offers beside its tools is what the document writes for it.
+            let offers = crate::intent::Offers::default();
+            let mut contract = crate::intent::server_contract(&row, offers, lab);
             self.apply(doc, &mut contract, scope.as_ref(), lab)?;
             resolved.push(contract);
         }

@@ -238,13 +238,20 @@ impl LinkShared {
         self.drained.send_replace(true);
     }
 
-    /// Keeps the raw answer to a tools/list or tools/call request the client is sending:
-    /// the harness hashes manifests and reads results from the server's own bytes.
+    /// Keeps the raw answer to a request whose result the harness reads (tools, prompts,
+    /// resources: their lists, calls and reads): it hashes manifests and reads results
+    /// from the server's own bytes.
     pub(crate) fn expect_answer(&self, item: &ClientJsonRpcMessage) {
         if let JsonRpcMessage::Request(request) = item
             && matches!(
                 request.request,
-                ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
+                ClientRequest::ListToolsRequest(_)
+                    | ClientRequest::CallToolRequest(_)
+                    | ClientRequest::ListPromptsRequest(_)
+                    | ClientRequest::GetPromptRequest(_)
+                    | ClientRequest::ListResourcesRequest(_)
+                    | ClientRequest::ListResourceTemplatesRequest(_)
+                    | ClientRequest::ReadResourceRequest(_)
             )
         {
             self.raw_map().insert(request.id.clone(), None);

@@ -22,6 +22,7 @@ mod options;
 mod pump;
 mod session;
 mod sse;
+mod surface;
 mod transport;
 
 pub use calls::{CallOutcome, ToolList};
@@ -34,6 +35,7 @@ pub use options::{
     ServerStreams,
 };
 pub use session::McpSession;
+pub use surface::{MAX_SURFACE_READS, Surface, SurfaceRead};
 
 /// Whether a recorded stdout line is text that is not JSON-RPC (skipped as noise), and
 /// why: the one classification the pump and the replay of its frames share.

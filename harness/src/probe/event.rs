@@ -18,7 +18,7 @@ use vac_sandbox::{ArgvSource, FsChange, FsEventKind, HttpRequest};
 
 use super::effects::ObservedChange;
 use super::run::{CallRecord, Reading, Role, RunFailure, RunOutput, SensorReadings, Settled};
-use crate::client::{FrameLogStats, ToolList};
+use crate::client::{FrameLogStats, Surface, SurfaceRead, ToolList};
 
 /// Which tools/list a manifest event holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,6 +151,13 @@ pub(crate) enum Event {
         phase: Phase,
         error: String,
     },
+    /// The prompts, resources and templates listed, when the server declared any.
+    Surface {
+        phase: Phase,
+        surface: Surface,
+    },
+    /// One prompt or resource read after the listing (control run).
+    SurfaceRead(SurfaceRead),
     /// One tools/call: what was sent, why, and what came back when.
     Call(CallRecord),
     /// One change the overlay witness found; payloads: the content after the run, then the
@@ -220,6 +227,20 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
     if let Some(tools) = &output.tools {
         out.push(plain(manifest(Phase::Initial, tools)));
     }
+    if let Some(surface) = &output.surface {
+        out.push(plain(Event::Surface {
+            phase: Phase::Initial,
+            surface: surface.clone(),
+        }));
+    }
+    out.extend(
+        output
+            .surface_reads
+            .iter()
+            .cloned()
+            .map(Event::SurfaceRead)
+            .map(plain),
+    );
     out.extend(output.calls.iter().cloned().map(Event::Call).map(plain));
     match &output.later_tools {
         Some(Ok(tools)) => out.push(plain(Event::Manifest {
@@ -234,6 +255,12 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
             error: error.clone(),
         })),
         None => {}
+    }
+    if let Some(surface) = &output.later_surface {
+        out.push(plain(Event::Surface {
+            phase: Phase::AfterCalls,
+            surface: surface.clone(),
+        }));
     }
     for observed in &output.changes {
         let mut payloads = Vec::new();
@@ -413,6 +440,11 @@ impl RunBuilder {
                     output.later_tools = Some(Err(error));
                 }
             }
+            Event::Surface { phase, surface } => match phase {
+                Phase::Initial => output.surface = Some(surface),
+                Phase::AfterCalls => output.later_surface = Some(surface),
+            },
+            Event::SurfaceRead(read) => output.surface_reads.push(read),
             Event::Call(call) => output.calls.push(call),
             Event::FsChange {
                 change,

@@ -144,22 +144,24 @@ impl Derivation {
         }
     }
 
-    /// The contract of `decls` in `lab`, and its rendered text for `server`.
+    /// The contract of `decls` in `lab`, and its rendered text, for the server `control`
+    /// met (its identity, and the prompts and resources it offered).
     pub(crate) fn derive(
         self,
         decls: &[ToolDecl],
         lab: &LabPaths,
-        server: &ServerIdentity,
+        control: &RunOutput,
     ) -> (vac_contracts::Contract, String) {
+        let server = server_identity(control);
         match self {
             Derivation::Annotations => {
                 let contract = derive(decls);
-                let text = render(&contract, server);
+                let text = render(&contract, &server);
                 (contract, text)
             }
             Derivation::Intent => {
-                let contract = vac_contracts::derive_intent(decls, lab);
-                let text = vac_contracts::render_intent(&contract, server);
+                let contract = vac_contracts::derive_intent(decls, offers(control), lab);
+                let text = vac_contracts::render_intent(&contract, &server);
                 (contract, text)
             }
         }
@@ -374,8 +376,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             source.text.clone(),
         ),
         _ => {
-            let server = server_identity(&control_listed);
-            let (derived, text) = options.derivation.derive(&decls, &lab_paths, &server);
+            let (derived, text) = options
+                .derivation
+                .derive(&decls, &lab_paths, &control_listed);
             (derived, options.derivation.record_name().to_string(), text)
         }
     };
@@ -938,9 +941,7 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
         return Err(ProbeError::NoManifest { detail });
     };
     let lab = planted.record.lab_paths();
-    let (_, text) = options
-        .derivation
-        .derive(&decls, &lab, &server_identity(&control));
+    let (_, text) = options.derivation.derive(&decls, &lab, &control);
     Ok(text)
 }
 
@@ -1079,6 +1080,17 @@ fn manifest(control: &RunOutput) -> Option<(Vec<ToolDecl>, Vec<MalformedTool>)> 
         }
     }
     Some((decls, malformed))
+}
+
+/// What the server offered beside its tools in the listing that was reviewed.
+fn offers(control: &RunOutput) -> vac_contracts::Offers {
+    vac_contracts::Offers {
+        lists: control.surface.is_some(),
+        entries: control
+            .surface
+            .as_ref()
+            .is_some_and(|s| !s.listed().is_empty()),
+    }
 }
 
 fn server_identity(control: &RunOutput) -> ServerIdentity {

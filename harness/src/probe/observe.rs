@@ -28,10 +28,12 @@ pub(crate) fn start(control: &RunOutput, planted: &LabRecord) -> Observation {
 /// relaunches, where no tool is called, as one call at `index` that every effect of those
 /// runs belongs to — what the server did while it started and stopped. Subject runs still
 /// subtract the control's effects as background; here they are graded, by the universal
-/// limits alone.
+/// limits alone. What its prompts and resources showed, and how their listing changed in
+/// the `later` runs, are the row's too.
 pub(crate) fn launch(
     observation: &mut Observation,
     launches: &[&RunOutput],
+    later: &[&RunOutput],
     planted: &LabRecord,
     row: &str,
     index: usize,
@@ -39,6 +41,9 @@ pub(crate) fn launch(
     let Some(control) = launches.first() else {
         return;
     };
+    observation
+        .effects
+        .extend(shown::surface_effects(control, later, planted, row, index));
     observation.calls.push(Call {
         index,
         tool: row.to_owned(),

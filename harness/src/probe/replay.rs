@@ -17,7 +17,7 @@ use vac_receipts::{Body, ReceiptLog, SensorStatus};
 use super::event::{EventError, RunBuilder};
 use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
 use super::run::{Reading, Role, RunOutput};
-use super::{Derivation, ProbeReport, manifest, observe, record, server_identity, summary};
+use super::{Derivation, ProbeReport, manifest, observe, record, summary};
 
 /// Why a receipt directory cannot be graded.
 #[derive(Debug, thiserror::Error)]
@@ -325,8 +325,7 @@ pub(crate) fn grade(
         .as_ref()
         .ok_or_else(|| incomplete("a contract but no plan"))?;
     let contract = if let Some(derivation) = Derivation::of_record(&recorded_contract.name) {
-        let server = server_identity(control);
-        let (derived, text) = derivation.derive(&decls, &plan.lab.lab_paths(), &server);
+        let (derived, text) = derivation.derive(&decls, &plan.lab.lab_paths(), control);
         if text != recorded_contract.text {
             return Err(ReplayError::DerivedMismatch {
                 dir: dir.to_path_buf(),
@@ -377,8 +376,15 @@ pub(crate) fn grade(
         let planned = plan.runs.iter().map(|r| r.first_index + r.calls.len());
         let made = observation.calls.iter().map(|c| c.index + 1);
         let index = planned.chain(made).max().unwrap_or(0);
-        let launches: Vec<&RunOutput> = std::iter::once(control).chain(relaunches).collect();
-        observe::launch(&mut observation, &launches, &plan.lab, &row, index);
+        let launches: Vec<&RunOutput> = std::iter::once(control)
+            .chain(relaunches.iter().copied())
+            .collect();
+        let later: Vec<&RunOutput> = recorded
+            .runs
+            .iter()
+            .filter(|r| r.role != Role::Control)
+            .collect();
+        observe::launch(&mut observation, &launches, &later, &plan.lab, &row, index);
     }
     report.profile = profile(&observation, compiled.tools());
     report.grades = Some(grade_cells(&compiled, &observation)?);

@@ -20,7 +20,7 @@ use super::plan::{PlannedCall, Purpose};
 use super::target::{self, Server};
 use crate::client::{
     CallError, CallOutcome, ClientError, ClientOptions, FrameLog, FrameLogStats, Frames,
-    HttpEndpoint, McpSession, ServerOutput, ServerStreams, ToolList,
+    HttpEndpoint, McpSession, ServerOutput, ServerStreams, Surface, SurfaceRead, ToolList,
 };
 
 /// Control runs make no tool call; subject runs make the plan's calls.
@@ -250,10 +250,17 @@ pub(crate) struct RunOutput {
     /// The server's name and version from initialize.
     pub(crate) server: Option<(String, String)>,
     pub(crate) tools: Option<ToolList>,
+    /// The prompts, resources and templates listed after tools/list, when the server
+    /// declared any.
+    pub(crate) surface: Option<Surface>,
+    /// The control run: what reading each listed prompt and resource returned.
+    pub(crate) surface_reads: Vec<SurfaceRead>,
     pub(crate) calls: Vec<CallRecord>,
     /// Subject runs: the raw tools/list array asked for again after the calls, or why
     /// that failed (the protocol sensor's proof that the session was intact to the end).
     pub(crate) later_tools: Option<Result<Arc<Value>, String>>,
+    /// Subject runs: the prompts, resources and templates listed again after the calls.
+    pub(crate) later_surface: Option<Surface>,
     /// How many `notifications/tools/list_changed` the server sent during the run.
     pub(crate) list_changed: u64,
     pub(crate) changes: Vec<ObservedChange>,
@@ -294,8 +301,11 @@ impl RunOutput {
             protocol_version: None,
             server: None,
             tools: None,
+            surface: None,
+            surface_reads: Vec::new(),
             calls: Vec::new(),
             later_tools: None,
+            later_surface: None,
             list_changed: 0,
             changes: Vec::new(),
             lab_events: Vec::new(),
@@ -757,21 +767,43 @@ async fn converse(
         .as_ref()
         .map(|i| (i.name.clone(), i.version.clone()));
     match session.list_tools().await {
-        Ok(tools) => {
-            if let Some(listed) = listed {
-                let mut so_far = RunOutput::blank(output.id.clone(), output.role, None);
-                so_far.protocol_version.clone_from(&output.protocol_version);
-                so_far.server.clone_from(&output.server);
-                so_far.tools = Some(tools.clone());
-                // Nobody waiting (the probe stopped) is no failure of the run.
-                let _ = listed.send(so_far);
-            }
-            output.tools = Some(tools);
-        }
+        Ok(tools) => output.tools = Some(tools),
         Err(error) => {
             output.failure = Some(failure("tools/list", &error));
             session.shutdown().await;
             return;
+        }
+    }
+    // What the server offers beside its tools is part of what was reviewed.
+    match session.list_surface().await {
+        Ok(surface) => output.surface = surface.offered().then_some(surface),
+        Err(error) => {
+            output.failure = Some(failure("prompts and resources", &error));
+            session.shutdown().await;
+            return;
+        }
+    }
+    if let Some(listed) = listed {
+        let mut so_far = RunOutput::blank(output.id.clone(), output.role, None);
+        so_far.protocol_version.clone_from(&output.protocol_version);
+        so_far.server.clone_from(&output.server);
+        so_far.tools.clone_from(&output.tools);
+        so_far.surface.clone_from(&output.surface);
+        // Nobody waiting (the probe stopped) is no failure of the run.
+        let _ = listed.send(so_far);
+    }
+    // The control run reads what was listed: what those texts show the model is the
+    // server's own, graded on its row.
+    if output.role == Role::Control
+        && let Some(surface) = &output.surface
+    {
+        match session.read_surface(surface).await {
+            Ok(reads) => output.surface_reads = reads,
+            Err(error) => {
+                output.failure = Some(failure("prompts/get or resources/read", &error));
+                session.shutdown().await;
+                return;
+            }
         }
     }
     let baseline = running.map_or_else(Vec::new, Running::pids);
@@ -898,6 +930,9 @@ async fn converse(
             Ok(tools) => Ok(tools.raw),
             Err(error) => Err(format!("tools/list after the calls: {error}")),
         });
+        if output.surface.is_some() {
+            output.later_surface = session.list_surface().await.ok();
+        }
     }
     output.list_changed = session.tools_list_changed();
     output.shutdown = Some(log.elapsed());

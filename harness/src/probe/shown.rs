@@ -26,7 +26,6 @@ pub(crate) fn effects(
     control: &RunOutput,
     planted: &LabRecord,
 ) -> Vec<Effect> {
-    let tokens = planted.tokens();
     let mut effects = Vec::new();
     for call in &subject.calls {
         for (source, shown) in shown_all(call) {
@@ -36,59 +35,7 @@ pub(crate) fn effects(
             if source != RESULT {
                 base["in"] = json!(source);
             }
-            let mut canary_strings = Vec::new();
-            for finding in secrets_in_result(&shown, &tokens) {
-                canary_strings.push(finding.pointer.clone());
-                let name = planted
-                    .canaries
-                    .iter()
-                    .find(|c| c.token == finding.token)
-                    .map_or(finding.token.as_str(), |c| c.name.as_str());
-                let mut detail = base.clone();
-                detail["token"] = json!(finding.token);
-                detail["pointer"] = json!(finding.pointer);
-                detail["encoding"] = json!(finding.encoding.as_str());
-                detail["in_key"] = json!(finding.in_key);
-                detail["excerpt"] = json!(text_at(&shown, &finding.pointer));
-                effects.push(effect(
-                    EffectClass::SecretInResult,
-                    name,
-                    call.index,
-                    detail,
-                ));
-            }
-            // A real secret's evidence names its format and where it was, never its text. A
-            // string that holds a canary is the canary's finding: what else it holds in a
-            // secret's format came from the same planted file.
-            let credentials = credentials_in_result(&shown, &tokens)
-                .into_iter()
-                .filter(|f| !canary_strings.contains(&f.pointer));
-            for finding in credentials {
-                let mut detail = base.clone();
-                detail["rule"] = json!(finding.rule);
-                detail["pointer"] = json!(finding.pointer);
-                detail["redacted"] = json!(finding.redacted);
-                effects.push(effect(
-                    EffectClass::SecretInResult,
-                    finding.rule,
-                    call.index,
-                    detail,
-                ));
-            }
-            for finding in instructions_in_result(&shown) {
-                let label = finding
-                    .hits
-                    .first()
-                    .map_or("instructions", |h| h.signal.as_str());
-                let mut detail = finding.to_json();
-                merge(&mut detail, &base);
-                effects.push(effect(
-                    EffectClass::InstructionInResult,
-                    label,
-                    call.index,
-                    detail,
-                ));
-            }
+            effects.extend(findings(&shown, &base, planted, call.index));
         }
     }
     let (reviewed, launched) = (listed(control), listed(subject));
@@ -137,6 +84,132 @@ pub(crate) fn effects(
                 class: EffectClass::ManifestChanged,
                 path: drift.tool.clone(),
                 attribution,
+                detail,
+                existed_before: false,
+            });
+        }
+    }
+    effects
+}
+
+/// What one text shown to the model holds, as effects of call `index` with `base` in their
+/// detail: canary tokens and secrets (`result.secrets`), instruction-like text
+/// (`result.instructions`).
+fn findings(shown: &Value, base: &Value, planted: &LabRecord, index: usize) -> Vec<Effect> {
+    let tokens = planted.tokens();
+    let mut effects = Vec::new();
+    let mut canary_strings = Vec::new();
+    for finding in secrets_in_result(shown, &tokens) {
+        canary_strings.push(finding.pointer.clone());
+        let name = planted
+            .canaries
+            .iter()
+            .find(|c| c.token == finding.token)
+            .map_or(finding.token.as_str(), |c| c.name.as_str());
+        let mut detail = base.clone();
+        detail["token"] = json!(finding.token);
+        detail["pointer"] = json!(finding.pointer);
+        detail["encoding"] = json!(finding.encoding.as_str());
+        detail["in_key"] = json!(finding.in_key);
+        detail["excerpt"] = json!(text_at(shown, &finding.pointer));
+        effects.push(effect(EffectClass::SecretInResult, name, index, detail));
+    }
+    // A real secret's evidence names its format and where it was, never its text. A
+    // string that holds a canary is the canary's finding: what else it holds in a
+    // secret's format came from the same planted file.
+    let credentials = credentials_in_result(shown, &tokens)
+        .into_iter()
+        .filter(|f| !canary_strings.contains(&f.pointer));
+    for finding in credentials {
+        let mut detail = base.clone();
+        detail["rule"] = json!(finding.rule);
+        detail["pointer"] = json!(finding.pointer);
+        detail["redacted"] = json!(finding.redacted);
+        effects.push(effect(
+            EffectClass::SecretInResult,
+            finding.rule,
+            index,
+            detail,
+        ));
+    }
+    for finding in instructions_in_result(shown) {
+        let label = finding
+            .hits
+            .first()
+            .map_or("instructions", |h| h.signal.as_str());
+        let mut detail = finding.to_json();
+        merge(&mut detail, base);
+        effects.push(effect(
+            EffectClass::InstructionInResult,
+            label,
+            index,
+            detail,
+        ));
+    }
+    effects
+}
+
+/// What the server's prompts and resources showed, as effects of its own row's one call
+/// `index` (SPEC §3.6): canaries, secrets and instructions in the control's listing and in
+/// what reading each entry returned; and each entry whose listing changed — within a
+/// subject run's session, after its calls, or across launches from the control's (a
+/// change only of its items' order across launches is nondeterminism). One effect per
+/// entry and kind of change: every subject run sees the same rug pull.
+pub(crate) fn surface_effects(
+    control: &RunOutput,
+    later: &[&RunOutput],
+    planted: &LabRecord,
+    row: &str,
+    index: usize,
+) -> Vec<Effect> {
+    let Some(reviewed) = &control.surface else {
+        return Vec::new();
+    };
+    let mut effects = Vec::new();
+    let listing = json!({"run": control.id, "in": "listing"});
+    effects.extend(findings(&reviewed.entries, &listing, planted, index));
+    for read in &control.surface_reads {
+        let base = json!({"run": control.id, "in": read.method, "entry": read.entry});
+        if let Some(result) = &read.result {
+            effects.extend(findings(result, &base, planted, index));
+        }
+    }
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for run in later {
+        let Some(launched) = &run.surface else {
+            continue;
+        };
+        let mut drifts: Vec<(Drift, &str)> = Vec::new();
+        if let Some(after) = &run.later_surface {
+            drifts.extend(
+                manifest_drift(launched.listed(), after.listed())
+                    .into_iter()
+                    .map(|d| (d, "within_session")),
+            );
+        }
+        let (before, now) = (reviewed.listed(), launched.listed());
+        drifts.extend(
+            manifest_drift(before, now)
+                .into_iter()
+                .filter(|d| !reordered_only(before, now, &d.tool))
+                .map(|d| (d, "across_launches")),
+        );
+        for (drift, between) in drifts {
+            let key = (drift.tool.clone(), between);
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let mut detail = drift.to_json();
+            merge(
+                &mut detail,
+                &json!({"run": run.id, "between": between, "entry": drift.tool,
+                    "notifications": run.list_changed}),
+            );
+            effects.push(Effect {
+                class: EffectClass::ManifestChanged,
+                path: row.to_owned(),
+                attribution: Attribution::Call(index),
                 detail,
                 existed_before: false,
             });
