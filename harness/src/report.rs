@@ -25,19 +25,31 @@ pub fn head(report: &ProbeReport) -> Value {
         "runs": report.runs,
         "isolation": report.isolation,
         "profile": report.profile,
-        "findings": [{
-            "id": "protocol.stdout_clean",
-            "verdict": if report.stdout_noise.lines > 0 { "confirmed" } else { "refuted" },
-            "reason": match report.stdout_noise.lines {
-                0 => "every line the server sent was a JSON-RPC message".to_string(),
-                n => format!("{n} line(s) the server sent were text, not JSON-RPC: recorded and skipped"),
-            },
-            "lines": report.stdout_noise.lines,
-            "first": report.stdout_noise.first,
-        }],
+        "findings": findings(report),
         "receipts": report.receipts,
         "head": report.head,
     })
+}
+
+/// The protocol findings: text on stdout that is not JSON-RPC, then the conformance
+/// findings (`probe::conformance`), each counted with its first occurrence.
+fn findings(report: &ProbeReport) -> Value {
+    let noise = &report.stdout_noise;
+    let stdout = json!({
+        "id": "protocol.stdout_clean",
+        "verdict": if noise.lines > 0 { "confirmed" } else { "refuted" },
+        "reason": match noise.lines {
+            0 => "every line the server sent was a JSON-RPC message".to_string(),
+            n => format!("{n} line(s) the server sent were text, not JSON-RPC: recorded and skipped"),
+        },
+        "lines": noise.lines,
+        "first": noise.first,
+    });
+    Value::Array(
+        std::iter::once(stdout)
+            .chain(report.conformance.iter().cloned())
+            .collect(),
+    )
 }
 
 /// The document's `verdicts`, one object per tool × clause (`tool`, `clause`, `verdict`,

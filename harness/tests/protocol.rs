@@ -289,6 +289,73 @@ fn text_on_stdout_is_noise_recorded_and_skipped_not_a_fatal_error() {
     assert_eq!(honest.json["findings"][0]["lines"], 0);
 }
 
+/// A server that breaks the protocol in ways a client survives: during each call it sends
+/// a response to an id vac never used, a notification with an id and one without
+/// `"jsonrpc": "2.0"`; and after the first call its tools/list grows a tool with no
+/// `notifications/tools/list_changed`.
+const SLOPPY: &str = r#"
+CALLS = [0]
+def tools(m):
+    listed = [{"name": "lookup", "description": "Looks a word up.",
+               "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]
+    if CALLS[0] > 0:
+        listed.append({"name": "extra", "description": "Appeared later.",
+                       "inputSchema": {"type": "object"}})
+    return {"tools": listed}
+"#;
+const SLOPPY_CALL: &str = r#"CALLS[0] += 1
+send({"jsonrpc": "2.0", "id": 987654, "result": {}})
+send({"jsonrpc": "2.0", "id": 5, "method": "notifications/message", "params": {"level": "info", "data": "x"}})
+send({"method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}})"#;
+
+#[test]
+fn protocol_faults_a_client_survives_are_named_findings_not_failures() {
+    if !privileged("protocol_faults_a_client_survives_are_named_findings_not_failures") {
+        return;
+    }
+    let script = python_server("sloppy", SLOPPY, SLOPPY_CALL);
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let cell = cell(&probe.json, "lookup", "fs.write");
+    assert_eq!(cell["verdict"], "refuted", "{cell:#}");
+    let findings = probe.json["findings"].as_array().unwrap();
+    let finding = |id: &str| {
+        findings
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("no finding {id}: {findings:#?}"))
+    };
+    for id in [
+        "protocol.response_ids",
+        "protocol.notification_ids",
+        "protocol.jsonrpc_valid",
+        "protocol.list_changed_announced",
+    ] {
+        let found = finding(id);
+        assert_eq!(found["verdict"], "confirmed", "{found:#}");
+        assert!(found["count"].as_u64().unwrap() >= 1, "{found:#}");
+        assert!(found["first"]["run"].is_string(), "{found:#}");
+    }
+    assert_eq!(finding("protocol.frame_size")["verdict"], "refuted");
+    let response = finding("protocol.response_ids");
+    assert_eq!(response["first"]["why"], "987654", "{response:#}");
+    assert!(response["first"]["seq"].is_u64(), "{response:#}");
+    let grown = finding("protocol.list_changed_announced");
+    assert!(
+        grown["first"]["why"].as_str().unwrap().contains("extra"),
+        "{grown:#}"
+    );
+    // Findings are read from the receipts: the report regenerates them.
+    assert_report_matches(&probe);
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
+
+    // The twin keeps to the protocol: every finding refuted (its rug pull is announced).
+    let twin = common::probe(&[], &fixture("dishonest"));
+    for found in twin.json["findings"].as_array().unwrap() {
+        assert_eq!(found["verdict"], "refuted", "{found:#}");
+    }
+}
+
 /// `--env` reaches the server with the lab placeholders expanded to its own view of them.
 #[test]
 fn env_inputs_reach_the_server_with_placeholders_expanded() {

@@ -37,6 +37,8 @@ pub use options::{
 pub use session::McpSession;
 pub use surface::{MAX_SURFACE_READS, Surface, SurfaceRead};
 
+pub(crate) use lines::{Parsed, parse_line};
+
 /// Whether a recorded stdout line is text that is not JSON-RPC (skipped as noise), and
 /// why: the one classification the pump and the replay of its frames share.
 pub(crate) fn noise(line: &[u8]) -> Option<String> {

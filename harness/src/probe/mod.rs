@@ -8,6 +8,7 @@
 //! [`ProbeReport`].
 
 mod adaptive;
+mod conformance;
 mod effects;
 mod event;
 pub mod inputs;
@@ -253,6 +254,8 @@ pub struct ProbeReport {
     /// Lines the server wrote to stdout that are text but not JSON-RPC, skipped as noise
     /// (`protocol.stdout_clean`); not a tool's broken promise, so not a violation.
     pub stdout_noise: NoiseSeen,
+    /// The conformance findings after `protocol.stdout_clean`, in the report's shape.
+    pub conformance: Vec<Value>,
     /// Adaptive isolation: per tool, the run it was graded on (the shared run or its own)
     /// and, for its own, what left the shared run in doubt. Empty for `per-tool`.
     pub isolation: std::collections::BTreeMap<String, Value>,

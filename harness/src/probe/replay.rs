@@ -14,6 +14,7 @@ use vac_contracts::{
 };
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
+use super::conformance::Conformance;
 use super::event::{EventError, RunBuilder};
 use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
 use super::run::{Reading, Role, RunOutput};
@@ -87,6 +88,8 @@ pub(crate) struct Recorded {
     pub(crate) profile: Vec<(u64, vac_receipts::Effect)>,
     /// Server-to-client frames that were text but not JSON-RPC (`protocol.stdout_clean`).
     pub(crate) noise: NoiseSeen,
+    /// What the frames showed of the server's conformance (`conformance.rs`).
+    pub(crate) conformance: Conformance,
 }
 
 /// The noise lines of a log: how many, and the first with its record.
@@ -230,6 +233,14 @@ fn read_log(
             }
             Body::Frame(frame)
                 if frame.direction == vac_receipts::Direction::FromServer
+                    && frame.bytes.is_truncated() =>
+            {
+                recorded
+                    .conformance
+                    .truncated(&frame.run_id, seq, frame.bytes.len);
+            }
+            Body::Frame(frame)
+                if frame.direction == vac_receipts::Direction::ToServer
                     && !frame.bytes.is_truncated() =>
             {
                 let bytes =
@@ -239,6 +250,17 @@ fn read_log(
                             seq,
                             source,
                         })?;
+                recorded.conformance.sent(&frame.run_id, &bytes);
+            }
+            Body::Frame(frame) if frame.direction == vac_receipts::Direction::FromServer => {
+                let bytes =
+                    log.payload_bytes(&frame.bytes)
+                        .map_err(|source| ReplayError::Payload {
+                            dir: dir.to_path_buf(),
+                            seq,
+                            source,
+                        })?;
+                recorded.conformance.received(&frame.run_id, seq, &bytes);
                 if let Some(detail) = crate::client::noise(&bytes) {
                     let noise = &mut recorded.noise;
                     noise.lines += 1;
@@ -298,6 +320,7 @@ pub(crate) fn grade(
         grades: None,
         runs: recorded.runs.iter().map(summary).collect(),
         stdout_noise: recorded.noise.clone(),
+        conformance: recorded.conformance.findings(&recorded.runs),
         isolation: record::Isolated::new(),
         profile: Default::default(),
     };

@@ -250,7 +250,8 @@ pub fn assert_report_matches(probe: &Probe) {
 /// A small MCP server in Python over stdio, for servers a test writes for one behaviour.
 /// `prelude` runs once and defines `tools(m)`, the tools/list result for the request `m`
 /// (and may set `REPLY`, the text every call answers, "ok" by default); `on_call` is Python
-/// run on each tools/call (the request is `m`) before the answer.
+/// run on each tools/call (the request is `m`) before the answer. Answers to requests the
+/// server sent are passed over.
 pub fn python_server(name: &str, prelude: &str, on_call: &str) -> String {
     let on_call: String = on_call.lines().map(|l| format!("        {l}\n")).collect();
     format!(
@@ -261,7 +262,7 @@ REPLY = "ok"
 {prelude}
 for line in sys.stdin:
     m = json.loads(line)
-    if "id" not in m: continue
+    if "id" not in m or "method" not in m: continue
     if m["method"] == "initialize":
         send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": m["params"]["protocolVersion"],
               "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "{name}", "version": "1"}}}}}})

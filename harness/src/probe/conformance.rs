@@ -1,0 +1,227 @@
+//! Conformance findings (SPEC §3.3, the protocol row): where the server's messages break
+//! JSON-RPC or MCP, read from the recorded frames and runs, so that they are data in the
+//! report and regenerate from the receipts. None is a violation of a tool's promise; none
+//! fails a run by itself. Each is counted, with its first occurrence: bounded whatever
+//! the server sends.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{Value, json};
+use vac_contracts::detect::manifest_drift;
+
+use super::run::RunOutput;
+use crate::client::{Parsed, parse_line};
+
+/// One kind of finding: its id, what a confirmed one says, what a refuted one says.
+struct Kind {
+    id: &'static str,
+    found: &'static str,
+    clean: &'static str,
+}
+
+const RESPONSE_ID: Kind = Kind {
+    id: "protocol.response_ids",
+    found: "response(s) carried an id the client never sent in that session",
+    clean: "every response answered a request the client sent",
+};
+const NOTIFICATION_ID: Kind = Kind {
+    id: "protocol.notification_ids",
+    found: "notification(s) carried an id, which makes them requests",
+    clean: "no notification carried an id",
+};
+const MALFORMED: Kind = Kind {
+    id: "protocol.jsonrpc_valid",
+    found: "message(s) named JSON-RPC but were not valid JSON-RPC 2.0",
+    clean: "every JSON message was valid JSON-RPC 2.0",
+};
+const OVERSIZED: Kind = Kind {
+    id: "protocol.frame_size",
+    found: "message(s) were larger than the receipts keep whole (kept as a prefix)",
+    clean: "every message was kept whole",
+};
+const UNANNOUNCED: Kind = Kind {
+    id: "protocol.list_changed_announced",
+    found: "session(s) saw tools/list change with no notifications/tools/list_changed",
+    clean: "tools/list never changed within a session without notifications/tools/list_changed",
+};
+
+/// The findings in the order the report gives them.
+const KINDS: [&Kind; 5] = [
+    &RESPONSE_ID,
+    &NOTIFICATION_ID,
+    &MALFORMED,
+    &OVERSIZED,
+    &UNANNOUNCED,
+];
+
+/// How often one kind was seen, and where first.
+#[derive(Debug, Default, Clone)]
+struct Seen {
+    count: u64,
+    first: Option<Value>,
+}
+
+/// The findings of one receipt log, built frame by frame as it is read.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Conformance {
+    /// The ids of the requests the client sent, per run (as JSON text).
+    sent: BTreeMap<String, HashSet<String>>,
+    /// Responses of each run, to check against `sent` once the run's frames are all read:
+    /// (id, seq, excerpt). Bounded: a run keeps at most [`MAX_PENDING`].
+    answered: BTreeMap<String, Vec<(String, u64, String)>>,
+    seen: BTreeMap<&'static str, Seen>,
+}
+
+/// Responses kept per run for the id check; a server that sends more is judged on these.
+const MAX_PENDING: usize = 100_000;
+const EXCERPT: usize = 200;
+
+impl Conformance {
+    /// A frame the client sent: a request's id is one a response may carry.
+    pub(crate) fn sent(&mut self, run: &str, bytes: &[u8]) {
+        let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        if value.get("method").is_some()
+            && let Some(id) = value.get("id")
+        {
+            self.sent
+                .entry(run.to_owned())
+                .or_default()
+                .insert(id.to_string());
+        }
+    }
+
+    /// A frame the server sent, kept whole.
+    pub(crate) fn received(&mut self, run: &str, seq: u64, bytes: &[u8]) {
+        let text = || excerpt(bytes);
+        match parse_line(bytes) {
+            Parsed::Garbage(why) => self.note(&MALFORMED, run, seq, text(), Some(why)),
+            Parsed::Message(_) | Parsed::UnknownNotification => {
+                let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+                    return;
+                };
+                if value.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+                    let why = "no \"jsonrpc\": \"2.0\"".to_owned();
+                    self.note(&MALFORMED, run, seq, text(), Some(why));
+                }
+                let method = value.get("method").and_then(Value::as_str);
+                match (method, value.get("id")) {
+                    (Some(method), Some(_)) if method.starts_with("notifications/") => {
+                        self.note(&NOTIFICATION_ID, run, seq, text(), None)
+                    }
+                    (None, Some(id)) => {
+                        let pending = self.answered.entry(run.to_owned()).or_default();
+                        if pending.len() < MAX_PENDING {
+                            pending.push((id.to_string(), seq, text()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Parsed::Noise(_) | Parsed::Blank => {}
+        }
+    }
+
+    /// A frame the server sent that the receipts keep only a prefix of.
+    pub(crate) fn truncated(&mut self, run: &str, seq: u64, len: u64) {
+        let why = format!("{len} bytes");
+        self.note(&OVERSIZED, run, seq, String::new(), Some(why));
+    }
+
+    /// The findings of the log whose frames were given and whose runs are `runs`.
+    pub(crate) fn findings(&self, runs: &[RunOutput]) -> Vec<Value> {
+        let mut seen = self.seen.clone();
+        let none = HashSet::new();
+        // A run whose frame log dropped frames may have sent ids the receipts lack.
+        let whole = |run: &str| {
+            runs.iter()
+                .find(|r| r.id == run)
+                .is_none_or(|r| r.frame_stats.frames_dropped == 0)
+        };
+        for (run, responses) in self.answered.iter().filter(|(run, _)| whole(run)) {
+            let sent = self.sent.get(run).unwrap_or(&none);
+            for (id, seq, text) in responses.iter().filter(|(id, _, _)| !sent.contains(id)) {
+                note(
+                    &mut seen,
+                    &RESPONSE_ID,
+                    run,
+                    *seq,
+                    text.clone(),
+                    Some(id.clone()),
+                );
+            }
+        }
+        for run in runs {
+            let before = run.tools.as_ref().and_then(|t| t.raw.as_array());
+            let after = match &run.later_tools {
+                Some(Ok(later)) => later.as_array(),
+                _ => None,
+            };
+            if let (Some(before), Some(after)) = (before, after)
+                && run.list_changed == 0
+                && let Some(drift) = manifest_drift(before, after).first()
+            {
+                let why = format!("tool {} {}", drift.tool, drift.to_json()["change"]);
+                note(
+                    &mut seen,
+                    &UNANNOUNCED,
+                    &run.id,
+                    0,
+                    String::new(),
+                    Some(why),
+                );
+            }
+        }
+        KINDS
+            .iter()
+            .map(|kind| {
+                let found = seen.get(kind.id).cloned().unwrap_or_default();
+                json!({
+                    "id": kind.id,
+                    "verdict": if found.count > 0 { "confirmed" } else { "refuted" },
+                    "reason": match found.count {
+                        0 => kind.clean.to_owned(),
+                        n => format!("{n} {}", kind.found),
+                    },
+                    "count": found.count,
+                    "first": found.first,
+                })
+            })
+            .collect()
+    }
+
+    fn note(&mut self, kind: &Kind, run: &str, seq: u64, text: String, why: Option<String>) {
+        note(&mut self.seen, kind, run, seq, text, why);
+    }
+}
+
+fn note(
+    seen: &mut BTreeMap<&'static str, Seen>,
+    kind: &Kind,
+    run: &str,
+    seq: u64,
+    text: String,
+    why: Option<String>,
+) {
+    let entry = seen.entry(kind.id).or_default();
+    entry.count += 1;
+    if entry.first.is_none() {
+        let mut first = json!({"run": run, "excerpt": text});
+        if seq > 0 {
+            first["seq"] = json!(seq);
+        }
+        if let Some(why) = why {
+            first["why"] = json!(why);
+        }
+        entry.first = Some(first);
+    }
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .trim_end()
+        .chars()
+        .take(EXCERPT)
+        .collect()
+}
