@@ -280,6 +280,14 @@ fn assert_protocol_error_naming(probe: &Probe, tool: &str, cap: &str) {
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
     let first = cell["evidence"]["errors"][0].to_string();
     assert!(first.contains(cap), "{cell:#}");
+    // The line the cap cut is kept as a prefix, and named as a finding.
+    let findings = probe.json["findings"].as_array().unwrap();
+    let oversized = findings
+        .iter()
+        .find(|f| f["id"] == "protocol.frame_size")
+        .unwrap();
+    assert_eq!(oversized["verdict"], "confirmed", "{oversized:#}");
+    assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
     assert_within_memory_bound(probe);
 }

@@ -36,8 +36,8 @@ const MALFORMED: Kind = Kind {
 };
 const OVERSIZED: Kind = Kind {
     id: "protocol.frame_size",
-    found: "message(s) were larger than the receipts keep whole (kept as a prefix)",
-    clean: "every message was kept whole",
+    found: "message(s) were cut at the line cap or were larger than the receipts keep whole (kept as a prefix)",
+    clean: "every message was within the caps and kept whole",
 };
 const UNANNOUNCED: Kind = Kind {
     id: "protocol.list_changed_announced",

@@ -112,7 +112,9 @@ impl Recorder {
                 FrameDirection::FromServer => Direction::FromServer,
                 FrameDirection::Stderr => Direction::Stderr,
             };
-            let bytes = self.writer.payload(&frame.bytes)?;
+            let mut bytes = self.writer.payload(&frame.bytes)?;
+            // A line cut at the client's cap keeps its length: the payload is its prefix.
+            bytes.len = bytes.len.max(frame.len);
             self.writer.append(Body::Frame(Frame {
                 run_id: run_id.clone(),
                 direction,
