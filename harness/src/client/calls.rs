@@ -126,6 +126,7 @@ impl McpSession {
             }
         }
         list.raw = Arc::new(Value::Array(raw_tools));
+        self.link.shared.set_param_headers(&list.raw);
         Ok(list)
     }
 

@@ -42,6 +42,7 @@ use super::frame::{Direction, FrameLog};
 use super::lines::{Parsed, parse_line};
 use super::link::LinkShared;
 use super::options::{ClientOptions, ServerOutput};
+use super::param_headers::{self, ParamHeaders};
 use super::pump::pump_stderr;
 use super::sse::{SseItem, SseSplitter};
 
@@ -462,7 +463,11 @@ impl HttpShared {
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION_ID, session);
         }
-        let standard = body.as_deref().map(standard_headers).unwrap_or_default();
+        let params = self.link.param_headers();
+        let standard = body
+            .as_deref()
+            .map(|body| standard_headers(body, &params))
+            .unwrap_or_default();
         if let Some(version) = &standard.version {
             lock(&self.version).get_or_insert_with(|| version.clone());
         }
@@ -774,19 +779,19 @@ fn initialized(item: &ClientJsonRpcMessage) -> bool {
 #[derive(Default)]
 struct Standard {
     version: Option<String>,
-    headers: Vec<(&'static str, String)>,
+    headers: Vec<(String, String)>,
 }
 
-/// The standard headers of one outgoing message: `Mcp-Method`, and `Mcp-Name` for the
-/// methods that name something, when the message's `_meta` names a version from
-/// 2026-07-28 on. (`Mcp-Param-*`, for tools whose schema asks for them, are not sent.)
-fn standard_headers(body: &[u8]) -> Standard {
-    use base64::Engine;
+/// The standard headers of one outgoing message, when its `_meta` names a version from
+/// 2026-07-28 on: `Mcp-Method`; `Mcp-Name` for the methods that name something; for a
+/// `tools/call`, an `Mcp-Param-*` header for each argument the tool's schema declares
+/// (`params`, from the tools last listed).
+fn standard_headers(body: &[u8], params: &ParamHeaders) -> Standard {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
         return Standard::default();
     };
-    let params = value.get("params");
-    let version = params
+    let request = value.get("params");
+    let version = request
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .and_then(|v| v.as_str())
@@ -796,26 +801,18 @@ fn standard_headers(body: &[u8]) -> Standard {
     if let (Some(method), Some(version)) = (method, &version)
         && version.as_str() >= super::options::STATELESS_PROTOCOL
     {
-        headers.push(("mcp-method", method.to_owned()));
+        headers.push(("mcp-method".to_owned(), method.to_owned()));
         let key = match method {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
             _ => None,
         };
-        let name = key.and_then(|key| params?.get(key)?.as_str());
+        let name = key.and_then(|key| request?.get(key)?.as_str());
         if let Some(name) = name {
-            let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
-            let padded = name.starts_with([' ', '\t']) || name.ends_with([' ', '\t']);
-            let sentinel = name.starts_with("=?base64?") && name.ends_with("?=");
-            let plain = visible && !padded && !sentinel;
-            let name = match plain {
-                true => name.to_owned(),
-                false => format!(
-                    "=?base64?{}?=",
-                    base64::prelude::BASE64_STANDARD.encode(name)
-                ),
-            };
-            headers.push(("mcp-name", name));
+            headers.push(("mcp-name".to_owned(), param_headers::encode(name)));
+        }
+        if let (Some(request), "tools/call") = (request, method) {
+            headers.extend(params.for_call(request));
         }
     }
     Standard { version, headers }
@@ -832,10 +829,21 @@ fn negotiated(bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::standard_headers;
+    use crate::client::param_headers::ParamHeaders;
 
-    fn headers(body: &str) -> (Option<String>, Vec<(&'static str, String)>) {
-        let standard = standard_headers(body.as_bytes());
-        (standard.version, standard.headers)
+    fn headers(body: &str) -> (Option<String>, Vec<(String, String)>) {
+        let tools = serde_json::json!([{"name": "query_data", "inputSchema": {"properties": {
+            "datasource": {"type": "string", "x-mcp-header": "Datasource"}}}}]);
+        let standard = standard_headers(body.as_bytes(), &ParamHeaders::from_tools(&tools));
+        let headers = standard.headers;
+        (standard.version, headers)
+    }
+
+    fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -848,11 +856,20 @@ mod tests {
             headers(&call),
             (
                 Some("2026-07-28".into()),
-                vec![
-                    ("mcp-method", "tools/call".into()),
-                    ("mcp-name", "read_note".into())
-                ]
+                owned(&[("mcp-method", "tools/call"), ("mcp-name", "read_note")])
             )
+        );
+        // A declared argument is repeated in its Mcp-Param header.
+        let query = format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"query_data","arguments":{{"datasource":"analytics","query":"x"}},{meta}}}}}"#
+        );
+        assert_eq!(
+            headers(&query).1,
+            owned(&[
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "query_data"),
+                ("mcp-param-Datasource", "analytics")
+            ])
         );
         // A name that is not plain visible ASCII travels base64-wrapped.
         let read = format!(
@@ -860,13 +877,13 @@ mod tests {
         );
         assert_eq!(
             headers(&read).1[1],
-            ("mcp-name", "=?base64?bm90ZTovL8Op?=".into())
+            ("mcp-name".into(), "=?base64?bm90ZTovL8Op?=".into())
         );
         let list =
             format!(r#"{{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{{{meta}}}}}"#);
-        assert_eq!(headers(&list).1, vec![("mcp-method", "tools/list".into())]);
+        assert_eq!(headers(&list).1, owned(&[("mcp-method", "tools/list")]));
         // Before 2026-07-28, or without a version in _meta: nothing added.
-        let old = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
+        let old = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_data","arguments":{"datasource":"a"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
         assert_eq!(headers(old), (Some("2025-11-25".into()), vec![]));
         assert_eq!(
             headers(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),

@@ -22,6 +22,7 @@ use super::error::Fault;
 use super::frame::FrameLog;
 use super::http::{HttpLink, HttpTransport};
 use super::options::{BoxWrite, ClientOptions, ServerOutput, ServerStreams};
+use super::param_headers::ParamHeaders;
 use super::pump::{StdoutPump, pump_stderr};
 use super::transport::RecordingTransport;
 /// Parsed messages waiting for the SDK; with the line cap this bounds the queue's memory.
@@ -42,6 +43,8 @@ pub(crate) struct LinkShared {
     /// Requests whose content reaches the model or the user, as the server sent them,
     /// until the session takes them ([`LinkShared::take_asked`]).
     asked: Mutex<Vec<Asked>>,
+    /// The `Mcp-Param-*` declarations of the tools last listed.
+    param_headers: Mutex<Arc<ParamHeaders>>,
 }
 
 /// A server-to-client request whose content reaches the model or the user
@@ -98,7 +101,22 @@ impl LinkShared {
             server_requests: AtomicU64::new(0),
             answers_written: AtomicU64::new(0),
             asked: Mutex::new(Vec::new()),
+            param_headers: Mutex::new(Arc::default()),
         }
+    }
+
+    /// Keeps the `Mcp-Param-*` declarations of a tools/list (every page).
+    pub(crate) fn set_param_headers(&self, tools: &Value) {
+        let headers = Arc::new(ParamHeaders::from_tools(tools));
+        *self.param_headers.lock().unwrap_or_else(|e| e.into_inner()) = headers;
+    }
+
+    /// The declarations of the tools last listed.
+    pub(crate) fn param_headers(&self) -> Arc<ParamHeaders> {
+        self.param_headers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Counts one noise line; returns how many there have been.

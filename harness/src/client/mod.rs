@@ -19,6 +19,7 @@ mod http;
 mod lines;
 mod link;
 mod options;
+mod param_headers;
 mod pump;
 mod session;
 mod sse;
