@@ -338,7 +338,10 @@ fn protocol_faults_a_client_survives_are_named_findings_not_failures() {
     }
     assert_eq!(finding("protocol.frame_size")["verdict"], "refuted");
     let response = finding("protocol.response_ids");
-    assert_eq!(response["first"]["why"], "987654", "{response:#}");
+    assert_eq!(
+        response["first"]["why"], "987654 was never sent",
+        "{response:#}"
+    );
     assert!(response["first"]["seq"].is_u64(), "{response:#}");
     let grown = finding("protocol.list_changed_announced");
     assert!(

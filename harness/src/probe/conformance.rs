@@ -4,7 +4,7 @@
 //! fails a run by itself. Each is counted, with its first occurrence: bounded whatever
 //! the server sends.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 use vac_contracts::detect::manifest_drift;
@@ -21,8 +21,8 @@ struct Kind {
 
 const RESPONSE_ID: Kind = Kind {
     id: "protocol.response_ids",
-    found: "response(s) carried an id the client never sent in that session",
-    clean: "every response answered a request the client sent",
+    found: "response(s) carried an id the client had not sent in that session, never or not yet",
+    clean: "every response answered a request the client had sent",
 };
 const NOTIFICATION_ID: Kind = Kind {
     id: "protocol.notification_ids",
@@ -64,8 +64,9 @@ struct Seen {
 /// The findings of one receipt log, built frame by frame as it is read.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Conformance {
-    /// The ids of the requests the client sent, per run (as JSON text).
-    sent: BTreeMap<String, HashSet<String>>,
+    /// The ids of the requests the client sent, per run (as JSON text), with the record
+    /// of the first that carried each.
+    sent: BTreeMap<String, HashMap<String, u64>>,
     /// Responses of each run, to check against `sent` once the run's frames are all read:
     /// (id, seq, excerpt). Bounded: a run keeps at most [`MAX_PENDING`].
     answered: BTreeMap<String, Vec<(String, u64, String)>>,
@@ -77,8 +78,9 @@ const MAX_PENDING: usize = 100_000;
 const EXCERPT: usize = 200;
 
 impl Conformance {
-    /// A frame the client sent: a request's id is one a response may carry.
-    pub(crate) fn sent(&mut self, run: &str, bytes: &[u8]) {
+    /// A frame the client sent (record `seq`): a request's id is one a response may carry
+    /// from then on.
+    pub(crate) fn sent(&mut self, run: &str, seq: u64, bytes: &[u8]) {
         let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
             return;
         };
@@ -88,7 +90,8 @@ impl Conformance {
             self.sent
                 .entry(run.to_owned())
                 .or_default()
-                .insert(id.to_string());
+                .entry(id.to_string())
+                .or_insert(seq);
         }
     }
 
@@ -132,7 +135,7 @@ impl Conformance {
     /// The findings of the log whose frames were given and whose runs are `runs`.
     pub(crate) fn findings(&self, runs: &[RunOutput]) -> Vec<Value> {
         let mut seen = self.seen.clone();
-        let none = HashSet::new();
+        let none = HashMap::new();
         // A run whose frame log dropped frames may have sent ids the receipts lack.
         let whole = |run: &str| {
             runs.iter()
@@ -141,15 +144,15 @@ impl Conformance {
         };
         for (run, responses) in self.answered.iter().filter(|(run, _)| whole(run)) {
             let sent = self.sent.get(run).unwrap_or(&none);
-            for (id, seq, text) in responses.iter().filter(|(id, _, _)| !sent.contains(id)) {
-                note(
-                    &mut seen,
-                    &RESPONSE_ID,
-                    run,
-                    *seq,
-                    text.clone(),
-                    Some(id.clone()),
-                );
+            for (id, seq, text) in responses {
+                // The client's frame is recorded before it is written: an answer recorded
+                // first came before its request.
+                let why = match sent.get(id) {
+                    None => format!("{id} was never sent"),
+                    Some(asked) if asked > seq => format!("{id} was answered before it was sent"),
+                    Some(_) => continue,
+                };
+                note(&mut seen, &RESPONSE_ID, run, *seq, text.clone(), Some(why));
             }
         }
         for run in runs {
@@ -224,4 +227,116 @@ fn excerpt(bytes: &[u8]) -> String {
         .chars()
         .take(EXCERPT)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::ToolList;
+    use crate::probe::run::Role;
+
+    fn finding<'a>(findings: &'a [Value], id: &str) -> &'a Value {
+        findings.iter().find(|f| f["id"] == id).unwrap()
+    }
+
+    #[test]
+    fn each_fault_is_counted_with_its_first_record_and_a_clean_log_refutes_all() {
+        let mut log = Conformance::default();
+        let frame = |v: Value| v.to_string().into_bytes();
+        log.sent(
+            "r",
+            1,
+            &frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+        );
+        log.received(
+            "r",
+            2,
+            &frame(json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        );
+        let clean = log.findings(&[]);
+        assert_eq!(clean.len(), KINDS.len());
+        assert!(
+            clean.iter().all(|f| f["verdict"] == "refuted"),
+            "{clean:#?}"
+        );
+
+        // An answer to id 2 before the client sent it, one to an id never sent.
+        log.received(
+            "r",
+            3,
+            &frame(json!({"jsonrpc": "2.0", "id": 2, "result": {}})),
+        );
+        log.sent(
+            "r",
+            4,
+            &frame(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call"})),
+        );
+        log.received(
+            "r",
+            5,
+            &frame(json!({"jsonrpc": "2.0", "id": 99, "result": {}})),
+        );
+        // The client's own answers to the server are not requests.
+        log.sent(
+            "r",
+            6,
+            &frame(json!({"jsonrpc": "2.0", "id": 7, "result": {}})),
+        );
+        log.received(
+            "r",
+            7,
+            &frame(json!({"jsonrpc": "2.0", "id": 7, "result": {}})),
+        );
+        log.received(
+            "r",
+            8,
+            &frame(json!({"jsonrpc": "2.0", "id": 5, "method": "notifications/message"})),
+        );
+        log.received("r", 9, &frame(json!({"method": "notifications/progress"})));
+        log.truncated("r", 10, 9_000_000);
+
+        let mut run = RunOutput::blank("r".into(), Role::Subject, Some("t"));
+        let listed = json!([{"name": "t", "inputSchema": {"type": "object"}}]);
+        run.tools = Some(ToolList::from_raw(listed, Vec::new(), 1, true));
+        let grown = json!([{"name": "t", "inputSchema": {"type": "object"}},
+                           {"name": "u", "inputSchema": {"type": "object"}}]);
+        run.later_tools = Some(Ok(Arc::new(grown)));
+        let found = log.findings(std::slice::from_ref(&run));
+
+        let ids = finding(&found, "protocol.response_ids");
+        assert_eq!(ids["count"], 3, "{ids:#}");
+        assert_eq!(ids["first"]["why"], "2 was answered before it was sent");
+        assert_eq!(ids["first"]["seq"], 3);
+        let noted = finding(&found, "protocol.notification_ids");
+        assert_eq!(
+            (noted["count"].as_u64(), &noted["first"]["seq"]),
+            (Some(1), &json!(8))
+        );
+        let malformed = finding(&found, "protocol.jsonrpc_valid");
+        assert_eq!(malformed["first"]["seq"], 9, "{malformed:#}");
+        assert_eq!(
+            finding(&found, "protocol.frame_size")["first"]["why"],
+            "9000000 bytes"
+        );
+        let unannounced = finding(&found, "protocol.list_changed_announced");
+        assert_eq!(unannounced["verdict"], "confirmed");
+        assert!(
+            unannounced["first"]["why"]
+                .as_str()
+                .unwrap()
+                .contains("tool u")
+        );
+
+        // Announced, the same change is no finding.
+        run.list_changed = 1;
+        let found = log.findings(std::slice::from_ref(&run));
+        assert_eq!(
+            finding(&found, "protocol.list_changed_announced")["verdict"],
+            "refuted"
+        );
+    }
 }

@@ -250,7 +250,7 @@ fn read_log(
                             seq,
                             source,
                         })?;
-                recorded.conformance.sent(&frame.run_id, &bytes);
+                recorded.conformance.sent(&frame.run_id, seq, &bytes);
             }
             Body::Frame(frame) if frame.direction == vac_receipts::Direction::FromServer => {
                 let bytes =
