@@ -113,6 +113,9 @@ impl Conformance {
                     (Some(method), Some(_)) if method.starts_with("notifications/") => {
                         self.note(&NOTIFICATION_ID, run, seq, text(), None)
                     }
+                    // JSON-RPC answers with a null id an error whose request it could not
+                    // read; servers use it for errors outside any request (an HTTP 400).
+                    (None, Some(Value::Null)) if value.get("error").is_some() => {}
                     (None, Some(id)) => {
                         let pending = self.answered.entry(run.to_owned()).or_default();
                         if pending.len() < MAX_PENDING {
@@ -280,6 +283,8 @@ mod tests {
             5,
             &frame(json!({"jsonrpc": "2.0", "id": 99, "result": {}})),
         );
+        // An error with a null id answers no request in particular.
+        log.received("r", 5, &frame(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request"}})));
         // The client's own answers to the server are not requests.
         log.sent(
             "r",
