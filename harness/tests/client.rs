@@ -59,6 +59,12 @@ async fn connect(
     (child, log, session)
 }
 
+/// A session with the script server in its `normal` mode, connected.
+async fn normal(options: ClientOptions) -> (Child, FrameLog, McpSession) {
+    let (child, log, session) = connect(&["normal"], options).await;
+    (child, log, session.expect("connects"))
+}
+
 fn args(pairs: Value) -> Map<String, Value> {
     pairs.as_object().cloned().unwrap_or_default()
 }
@@ -260,8 +266,7 @@ async fn garbage_before_initialize_is_recorded_and_fails_the_session() {
 
 #[tokio::test]
 async fn garbage_answer_to_a_call_fails_the_session() {
-    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(short_timeouts()).await;
     let start = Instant::now();
     let error = session
         .call_tool("garbage", Map::new())
@@ -397,8 +402,7 @@ async fn hundred_megabyte_answer_stops_soon_after_the_line_cap() {
         max_total_bytes: 8 * MIB as u64,
         ..short_timeouts()
     };
-    let (_child, log, session) = connect(&["normal"], options).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(options).await;
     let error = session
         .call_tool("huge", Map::new())
         .await
@@ -439,8 +443,7 @@ async fn notification_flood_hits_the_total_cap() {
 /// hold an answer for each; the session ends once too many are unanswered.
 #[tokio::test]
 async fn requests_whose_answers_the_server_never_reads_end_as_a_flood() {
-    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(short_timeouts()).await;
     let error = session
         .call_tool("ask_unread", Map::new())
         .await
@@ -479,8 +482,7 @@ async fn roots_are_the_configured_directories_and_offered_only_then() {
         roots: vec!["/lab/work".into(), "/home/a user/wörk".into()],
         ..short_timeouts()
     };
-    let (_child, log, session) = connect(&["normal"], options).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(options).await;
     let outcome = session
         .call_tool("roots", Map::new())
         .await
@@ -504,8 +506,7 @@ async fn roots_are_the_configured_directories_and_offered_only_then() {
         json!({"listChanged": false})
     );
 
-    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(short_timeouts()).await;
     let outcome = session
         .call_tool("roots", Map::new())
         .await
@@ -534,8 +535,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
         sampling_reply: Some("the planted reply".into()),
         ..short_timeouts()
     };
-    let (_child, log, session) = connect(&["normal"], options).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(options).await;
     let (outcome, answer) = sample(&mut session).await;
     assert_eq!(answer["id"], "sample-1");
     assert_eq!(answer["result"]["content"]["text"], "the planted reply");
@@ -577,8 +577,7 @@ async fn requests_past_the_session_cap_end_as_a_flood() {
         request_timeout: Duration::from_secs(60),
         ..short_timeouts()
     };
-    let (_child, log, session) = connect(&["normal"], options).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(options).await;
     let error = session
         .call_tool("ask_answered", Map::new())
         .await
@@ -607,8 +606,7 @@ async fn silent_server_times_out_initialize() {
 
 #[tokio::test]
 async fn unanswered_call_times_out_and_the_session_goes_on() {
-    let (_child, log, session) = connect(&["normal"], short_timeouts()).await;
-    let mut session = session.expect("connects");
+    let (_child, log, mut session) = normal(short_timeouts()).await;
     let start = Instant::now();
     let hung = session
         .call_tool("hang", Map::new())

@@ -280,7 +280,13 @@ fn assert_protocol_error_naming(probe: &Probe, tool: &str, cap: &str) {
     assert_eq!(cell["reason"], "protocol_error", "{cell:#}");
     let first = cell["evidence"]["errors"][0].to_string();
     assert!(first.contains(cap), "{cell:#}");
-    // The line the cap cut is kept as a prefix, and named as a finding.
+    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
+    assert_within_memory_bound(probe);
+}
+
+/// The line the line cap cut is kept as a prefix with its length, named as a finding, and
+/// the receipts verify.
+fn assert_cut_line_named(probe: &Probe) {
     let findings = probe.json["findings"].as_array().unwrap();
     let oversized = findings
         .iter()
@@ -288,8 +294,6 @@ fn assert_protocol_error_naming(probe: &Probe, tool: &str, cap: &str) {
         .unwrap();
     assert_eq!(oversized["verdict"], "confirmed", "{oversized:#}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
-    assert_eq!(probe.output.status.code(), Some(5), "{:?}", probe.output);
-    assert_within_memory_bound(probe);
 }
 
 /// A tool whose answer is one line of 100 MB: reading stops at the 4 MiB line cap, the
@@ -310,6 +314,7 @@ fn a_hundred_megabyte_answer_ends_in_a_named_errored_cell() {
     let script = python_server("huge", HUGE_ANSWER, "pass");
     let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
     assert_protocol_error_naming(&probe, "dump", "line cap");
+    assert_cut_line_named(&probe);
 }
 
 /// A tool that starts its answer and never ends the line: the cap is enforced as the bytes
@@ -334,6 +339,7 @@ fn a_line_that_never_ends_errors_at_the_line_cap_not_the_timeout() {
     // A call timeout longer than the test's own: only the line cap can end the call.
     let probe = hostile(&["--timeout", "600"], &["/usr/bin/python3", "-c", &script]);
     assert_protocol_error_naming(&probe, "stream", "line cap");
+    assert_cut_line_named(&probe);
 }
 
 /// A tool that floods the client with log notifications before it answers (500 MB of

@@ -231,18 +231,17 @@ fn read_log(
             Body::Effect(effect) if verdicts && effect.sensor == "profile" => {
                 recorded.profile.push((seq, effect))
             }
-            Body::Frame(frame)
-                if frame.direction == vac_receipts::Direction::FromServer
-                    && frame.bytes.is_truncated() =>
-            {
-                recorded
-                    .conformance
-                    .truncated(&frame.run_id, seq, frame.bytes.len);
-            }
-            Body::Frame(frame)
-                if frame.direction == vac_receipts::Direction::ToServer
-                    && !frame.bytes.is_truncated() =>
-            {
+            // What the server's frames show of its conformance and of text on its stdout;
+            // a frame the receipts keep a prefix of is judged by its length alone.
+            Body::Frame(frame) if frame.direction != vac_receipts::Direction::Stderr => {
+                use vac_receipts::Direction::FromServer;
+                if frame.bytes.is_truncated() {
+                    if frame.direction == FromServer {
+                        let conformance = &mut recorded.conformance;
+                        conformance.truncated(&frame.run_id, seq, frame.bytes.len);
+                    }
+                    continue;
+                }
                 let bytes =
                     log.payload_bytes(&frame.bytes)
                         .map_err(|source| ReplayError::Payload {
@@ -250,16 +249,10 @@ fn read_log(
                             seq,
                             source,
                         })?;
-                recorded.conformance.sent(&frame.run_id, seq, &bytes);
-            }
-            Body::Frame(frame) if frame.direction == vac_receipts::Direction::FromServer => {
-                let bytes =
-                    log.payload_bytes(&frame.bytes)
-                        .map_err(|source| ReplayError::Payload {
-                            dir: dir.to_path_buf(),
-                            seq,
-                            source,
-                        })?;
+                if frame.direction != FromServer {
+                    recorded.conformance.sent(&frame.run_id, seq, &bytes);
+                    continue;
+                }
                 recorded.conformance.received(&frame.run_id, seq, &bytes);
                 if let Some(detail) = crate::client::noise(&bytes) {
                     let noise = &mut recorded.noise;
