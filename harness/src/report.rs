@@ -35,7 +35,16 @@ pub fn head(report: &ProbeReport) -> Value {
 /// findings (`probe::conformance`), each counted with its first occurrence.
 fn findings(report: &ProbeReport) -> Value {
     let noise = &report.stdout_noise;
-    let stdout = json!({
+    let stdout = if crate::probe::described_http(&report.target) {
+        json!({
+            "id": "protocol.stdout_clean",
+            "verdict": "skipped",
+            "reason": "the server speaks HTTP: its stdout is not the protocol's channel",
+            "lines": 0,
+            "first": null,
+        })
+    } else {
+        json!({
         "id": "protocol.stdout_clean",
         "verdict": if noise.lines > 0 { "confirmed" } else { "refuted" },
         "reason": match noise.lines {
@@ -44,7 +53,8 @@ fn findings(report: &ProbeReport) -> Value {
         },
         "lines": noise.lines,
         "first": noise.first,
-    });
+        })
+    };
     Value::Array(
         std::iter::once(stdout)
             .chain(report.conformance.iter().cloned())

@@ -144,6 +144,11 @@ fn a_python_sdk_server_of_the_older_http_sse_transport_is_audited_in_the_sandbox
     // It was the older transport: the stream's endpoint event is a frame.
     let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
     assert!(log.contains("/messages/?session_id="), "no endpoint event");
+    // The refused POST's page and each 202's "Accepted" are kept as frames, but an HTTP
+    // server's bodies are not its stdout.
+    let stdout = &probe.json["findings"][0];
+    assert_eq!(stdout["id"], "protocol.stdout_clean");
+    assert_eq!(stdout["verdict"], "skipped", "{stdout}");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
     assert_report_matches(&probe);
 }

@@ -41,7 +41,7 @@ pub use record::campaign_start;
 pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use run::Quiet;
 pub use target::Target;
-pub(crate) use target::error_chain;
+pub(crate) use target::{described_http, error_chain};
 
 use crate::client::ClientOptions;
 use plan::{Block, MalformedTool, PlannedRun, ProbePlan, Scope};

@@ -67,6 +67,12 @@ impl Target {
     }
 }
 
+/// Whether a target [`Target::describe`] described speaks HTTP (launched or remote): its
+/// stdout, if vac sees it at all, is not the protocol's channel.
+pub(crate) fn described_http(described: &str) -> bool {
+    described.starts_with("http://") || described.starts_with("https://")
+}
+
 /// What one run starts (a fresh sandbox per run) or reaches.
 pub(crate) enum Server {
     Stdio(Sandbox),
