@@ -459,13 +459,10 @@ async fn requests_whose_answers_the_server_never_reads_end_as_a_flood() {
     assert!((65..1024).contains(&asked), "{asked} requests read");
 }
 
-/// Calls the fake server's `sample` tool: the call's outcome and the client's answer to
-/// its sampling request, which the tool returns as its text.
-async fn sample(session: &mut McpSession) -> (CallOutcome, Value) {
-    let outcome = session
-        .call_tool("sample", Map::new())
-        .await
-        .expect("answered");
+/// Calls one of the fake server's tools that ask the client something (`sample`,
+/// `roots`): the call's outcome and the client's answer, which the tool returns as its text.
+async fn answer_to(session: &mut McpSession, tool: &str) -> (CallOutcome, Value) {
+    let outcome = session.call_tool(tool, Map::new()).await.expect("answered");
     let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
         .as_str()
         .unwrap();
@@ -483,14 +480,7 @@ async fn roots_are_the_configured_directories_and_offered_only_then() {
         ..short_timeouts()
     };
     let (_child, log, mut session) = normal(options).await;
-    let outcome = session
-        .call_tool("roots", Map::new())
-        .await
-        .expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap();
-    let answer: Value = serde_json::from_str(text).expect("the client's answer is JSON");
+    let (_, answer) = answer_to(&mut session, "roots").await;
     assert_eq!(answer["id"], "roots-1");
     assert_eq!(
         answer["result"]["roots"],
@@ -507,14 +497,7 @@ async fn roots_are_the_configured_directories_and_offered_only_then() {
     );
 
     let (_child, log, mut session) = normal(short_timeouts()).await;
-    let outcome = session
-        .call_tool("roots", Map::new())
-        .await
-        .expect("answered");
-    let text = outcome.result.as_ref().unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap();
-    let answer: Value = serde_json::from_str(text).unwrap();
+    let (_, answer) = answer_to(&mut session, "roots").await;
     assert_eq!(answer["result"]["roots"], json!([]));
     let init = sent(&log.drain())
         .into_iter()
@@ -536,7 +519,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
         ..short_timeouts()
     };
     let (_child, log, mut session) = normal(options).await;
-    let (outcome, answer) = sample(&mut session).await;
+    let (outcome, answer) = answer_to(&mut session, "sample").await;
     assert_eq!(answer["id"], "sample-1");
     assert_eq!(answer["result"]["content"]["text"], "the planted reply");
     assert_eq!(answer["result"]["role"], "assistant");
@@ -556,7 +539,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     );
     // The second request of the session is answered with the reply and its own text
     // echoed back.
-    let (_, answer) = sample(&mut session).await;
+    let (_, answer) = answer_to(&mut session, "sample").await;
     assert_eq!(
         answer["result"]["content"]["text"], "the planted reply\n\nhi",
         "{answer}"
@@ -564,7 +547,7 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
 
     let (_child, _log, session) = connect(&["normal"], short_timeouts()).await;
     let mut session = session.expect("connects");
-    let (outcome, answer) = sample(&mut session).await;
+    let (outcome, answer) = answer_to(&mut session, "sample").await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
     assert_eq!(outcome.asked.len(), 1, "the request is kept either way");
 }
