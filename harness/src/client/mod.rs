@@ -38,13 +38,6 @@ pub use options::{
 pub use session::McpSession;
 pub use surface::{MAX_SURFACE_READS, Surface, SurfaceRead};
 
+/// How a recorded line is classified: the one classification the pump and the replay of
+/// its frames share.
 pub(crate) use lines::{Parsed, parse_line};
-
-/// Whether a recorded stdout line is text that is not JSON-RPC (skipped as noise), and
-/// why: the one classification the pump and the replay of its frames share.
-pub(crate) fn noise(line: &[u8]) -> Option<String> {
-    match lines::parse_line(line) {
-        lines::Parsed::Noise(detail) => Some(detail),
-        _ => None,
-    }
-}

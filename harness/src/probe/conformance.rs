@@ -95,14 +95,15 @@ impl Conformance {
         }
     }
 
-    /// A frame the server sent, kept whole.
-    pub(crate) fn received(&mut self, run: &str, seq: u64, bytes: &[u8]) {
+    /// A frame the server sent, kept whole; when it is text that is not JSON-RPC (stdout's
+    /// noise), why not, so that the frame is parsed once.
+    pub(crate) fn received(&mut self, run: &str, seq: u64, bytes: &[u8]) -> Option<String> {
         let text = || excerpt(bytes);
         match parse_line(bytes) {
             Parsed::Garbage(why) => self.note(&MALFORMED, run, seq, text(), Some(why)),
             Parsed::Message(_) | Parsed::UnknownNotification => {
                 let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
-                    return;
+                    return None;
                 };
                 if value.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
                     let why = "no \"jsonrpc\": \"2.0\"".to_owned();
@@ -125,8 +126,10 @@ impl Conformance {
                     _ => {}
                 }
             }
-            Parsed::Noise(_) | Parsed::Blank => {}
+            Parsed::Noise(why) => return Some(why),
+            Parsed::Blank => {}
         }
+        None
     }
 
     /// A frame the server sent that the receipts keep only a prefix of.

@@ -253,14 +253,14 @@ fn read_log(
                     recorded.conformance.sent(&frame.run_id, seq, &bytes);
                     continue;
                 }
-                recorded.conformance.received(&frame.run_id, seq, &bytes);
+                let noise = recorded.conformance.received(&frame.run_id, seq, &bytes);
                 // Text that is not JSON-RPC is stdout's noise; over HTTP a body that is not a
                 // message (an error page, a 202's "Accepted") is kept, but is no stdout.
                 let http = recorded
                     .target
                     .as_deref()
                     .is_some_and(super::target::described_http);
-                if let Some(detail) = crate::client::noise(&bytes).filter(|_| !http) {
+                if let Some(detail) = noise.filter(|_| !http) {
                     let noise = &mut recorded.noise;
                     noise.lines += 1;
                     if noise.first.is_none() {

@@ -26,6 +26,7 @@ pub(crate) fn effects(
     control: &RunOutput,
     planted: &LabRecord,
 ) -> Vec<Effect> {
+    let tokens = planted.tokens();
     let mut effects = Vec::new();
     for call in &subject.calls {
         for (source, shown) in shown_all(call) {
@@ -35,7 +36,7 @@ pub(crate) fn effects(
             if source != RESULT {
                 base["in"] = json!(source);
             }
-            effects.extend(findings(&shown, &base, planted, call.index));
+            effects.extend(findings(&shown, &base, (planted, &tokens), call.index));
         }
     }
     let (reviewed, launched) = (listed(control), listed(subject));
@@ -95,11 +96,15 @@ pub(crate) fn effects(
 /// What one text shown to the model holds, as effects of call `index` with `base` in their
 /// detail: canary tokens and secrets (`result.secrets`), instruction-like text
 /// (`result.instructions`).
-fn findings(shown: &Value, base: &Value, planted: &LabRecord, index: usize) -> Vec<Effect> {
-    let tokens = planted.tokens();
+fn findings(
+    shown: &Value,
+    base: &Value,
+    (planted, tokens): (&LabRecord, &[String]),
+    index: usize,
+) -> Vec<Effect> {
     let mut effects = Vec::new();
     let mut canary_strings = Vec::new();
-    for finding in secrets_in_result(shown, &tokens) {
+    for finding in secrets_in_result(shown, tokens) {
         canary_strings.push(finding.pointer.clone());
         let name = planted
             .canaries
@@ -117,7 +122,7 @@ fn findings(shown: &Value, base: &Value, planted: &LabRecord, index: usize) -> V
     // A real secret's evidence names its format and where it was, never its text. A
     // string that holds a canary is the canary's finding: what else it holds in a
     // secret's format came from the same planted file.
-    let credentials = credentials_in_result(shown, &tokens)
+    let credentials = credentials_in_result(shown, tokens)
         .into_iter()
         .filter(|f| !canary_strings.contains(&f.pointer));
     for finding in credentials {
@@ -165,13 +170,19 @@ pub(crate) fn surface_effects(
     let Some(reviewed) = &control.surface else {
         return Vec::new();
     };
+    let tokens = planted.tokens();
     let mut effects = Vec::new();
     let listing = json!({"run": control.id, "in": "listing"});
-    effects.extend(findings(&reviewed.entries, &listing, planted, index));
+    effects.extend(findings(
+        &reviewed.entries,
+        &listing,
+        (planted, &tokens),
+        index,
+    ));
     for read in &control.surface_reads {
         let base = json!({"run": control.id, "in": read.method, "entry": read.entry});
         if let Some(result) = &read.result {
-            effects.extend(findings(result, &base, planted, index));
+            effects.extend(findings(result, &base, (planted, &tokens), index));
         }
     }
     let mut seen: Vec<(String, &str)> = Vec::new();
