@@ -410,22 +410,26 @@ fn a_third_party_filesystem_server_is_audited_end_to_end() {
     let listing = cell("list_directory", "fs.write");
     assert_eq!(listing["verdict"], "refuted", "{listing}");
     assert!(listing["succeeded"].as_u64().unwrap() >= 1, "{listing}");
-    // edit_file's edits name text the note does not hold: every call is an `isError`
-    // refusal, so its cells are not tested, never a clean "refuted".
-    let edit = cell("edit_file", "fs.read");
-    assert_eq!(edit["verdict"], "skipped", "{edit}");
-    assert_eq!(edit["reason"], "no_successful_call", "{edit}");
-    assert_eq!(edit["succeeded"], 0, "{edit}");
-    assert!(
-        edit["evidence"]["errors"].to_string().contains("isError"),
-        "{edit}"
-    );
-    // At least 12 of its 14 tools get a successful call from the planner alone.
+    // edit_file's edits name text the note does not hold, and move_file's source a file
+    // that is not there: the server refuses them, saying so, and each tool's retry gives
+    // what the refusal asked for (a line the note holds, the note), so both did their job.
+    for (tool, rule) in [("edit_file", "text_match"), ("move_file", "missing_file")] {
+        let cell = cell(tool, "fs.read");
+        assert_ne!(cell["verdict"], "skipped", "{cell}");
+        assert!(cell["succeeded"].as_u64().unwrap() >= 1, "{cell}");
+        let calls = cell["evidence"]["calls"].as_u64().unwrap();
+        assert!(cell["succeeded"].as_u64().unwrap() < calls, "{cell}");
+        let receipts = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+        let retried = receipts
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .map(|record| record["body"]["event"].clone())
+            .any(|e| e["tool"] == tool && e["purpose"] == "retry" && e["revised"]["rule"] == rule);
+        assert!(retried, "{tool}: no {rule} retry");
+    }
+    // Every one of its 14 tools gets a successful call.
     let (worked, tools) = tools_that_worked(&probe.json);
-    assert!(
-        worked.len() * 100 >= tools.len() * 85,
-        "{worked:?} of {tools:?}"
-    );
+    assert_eq!(worked.len(), tools.len(), "{worked:?} of {tools:?}");
     // write_file declares it writes: graded under the universal limits, which it keeps.
     let write = cell("write_file", "fs.write");
     assert_eq!(write["verdict"], "refuted", "{write}");

@@ -504,3 +504,137 @@ fn server_requests_during_a_call_are_answered_recorded_and_bounded() {
     assert!(pings >= 10_000, "{pings} pings recorded");
     assert_eq!(verify(&probe.receipts).status.code(), Some(0));
 }
+
+/// Tools that refuse the planner's first values with an error that says what they want:
+/// an Excel file, an existing source, one of two units. One that always refuses with an
+/// error that says nothing of the kind, and one that never refuses. And a session that
+/// one tool starts (a random id in its result) and another reads by that id only.
+const PICKY: &str = r#"
+import os
+SESSIONS = set()
+def tools(m):
+    def tool(name, properties, read_only=True):
+        return {"name": name, "description": "Does its job.", "annotations": {"readOnlyHint": read_only},
+                "inputSchema": {"type": "object", "properties": {p: {"type": "string"} for p in properties},
+                                "required": properties}}
+    return {"tools": [tool("sheet_summary", ["path"]), tool("rename_note", ["source", "destination"], False),
+                      tool("set_unit", ["unit"]), tool("busy", ["query"]), tool("echo", ["text"]),
+                      tool("start_session", ["name"], False), tool("read_session", ["session_id"])]}
+def refuse(m, text):
+    send({"jsonrpc": "2.0", "id": m["id"], "result": {"isError": True, "content": [{"type": "text", "text": text}]}})
+"#;
+const PICKY_CALL: &str = r#"name, args = m["params"]["name"], m["params"].get("arguments", {})
+if name == "sheet_summary":
+    if not args["path"].endswith(".xlsx"): refuse(m, "path must point to an Excel file (.xlsx)"); continue
+    with open(args["path"], "rb") as f: REPLY = "sheet of %d bytes, zip: %s" % (len(f.read()), "yes")
+if name == "rename_note":
+    try: os.rename(args["source"], args["destination"])
+    except OSError as e: refuse(m, str(e)); continue
+if name == "set_unit" and args["unit"] not in ("Celsius", "Fahrenheit"):
+    refuse(m, "1 validation error\nunit\n  Input should be 'Celsius' or 'Fahrenheit'"); continue
+if name == "busy": refuse(m, "rate limited, try again later"); continue
+if name == "start_session":
+    sid = "s-" + os.urandom(6).hex(); SESSIONS.add(sid); REPLY = json.dumps({"session": {"id": sid}})
+if name == "read_session":
+    if args["session_id"] not in SESSIONS: refuse(m, "unknown session"); continue
+    REPLY = "session " + args["session_id"] + ": empty""#;
+
+/// The call events of a probe's receipts.
+fn recorded_calls(probe: &Probe) -> Vec<Value> {
+    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a receipt record"))
+        .map(|record| record["body"]["event"].clone())
+        .filter(|event| event["type"] == "call")
+        .collect()
+}
+
+#[test]
+fn a_refusal_that_says_what_it_wants_gets_one_retry_that_does_the_job() {
+    if !privileged("a_refusal_that_says_what_it_wants_gets_one_retry_that_does_the_job") {
+        return;
+    }
+    let script = python_server("picky", PICKY, PICKY_CALL);
+    let probe = probe(&[], &["/usr/bin/python3", "-c", &script]);
+    assert_eq!(probe.json["status"], "completed", "{:#}", probe.json);
+    let calls = recorded_calls(&probe);
+    for (tool, rule, argument, value) in [
+        ("sheet_summary", "file_kind", "path", "files/data.xlsx"),
+        ("rename_note", "missing_file", "source", "notes/welcome.md"),
+        ("set_unit", "choices", "unit", "Celsius"),
+    ] {
+        let cell = cell(&probe.json, tool, "fs.delete");
+        assert!(cell["succeeded"].as_u64().unwrap() >= 1, "{tool}: {cell}");
+        let retries: Vec<&Value> = calls
+            .iter()
+            .filter(|c| c["tool"] == tool && c["purpose"] == "retry")
+            .collect();
+        assert!(!retries.is_empty(), "{tool}: no retry in {calls:#?}");
+        for retry in retries {
+            assert_eq!(retry["revised"]["rule"], rule, "{retry}");
+            assert_eq!(
+                retry["revised"]["argument"],
+                format!("/{argument}"),
+                "{retry}"
+            );
+            let given = retry["arguments"][argument].as_str().unwrap();
+            assert!(given.ends_with(value), "{retry}");
+            assert!(
+                retry["outcome"]["Ok"]["result"]["isError"].is_null(),
+                "{retry}"
+            );
+            // It revises a refused ordinary call of the same tool, made before it.
+            let from = calls
+                .iter()
+                .find(|c| c["index"] == retry["revised"]["from"])
+                .unwrap_or_else(|| panic!("{retry}"));
+            assert_eq!(
+                (&from["tool"], &from["purpose"]),
+                (&retry["tool"], &"normal".into())
+            );
+            assert_eq!(from["outcome"]["Ok"]["result"]["isError"], true, "{from}");
+            assert!(from["index"].as_u64() < retry["index"].as_u64());
+        }
+    }
+    // A refusal that says nothing of what to give, and no refusal: no retry.
+    for tool in ["busy", "echo"] {
+        assert!(
+            !calls
+                .iter()
+                .any(|c| c["tool"] == tool && c["purpose"] == "retry"),
+            "{tool}"
+        );
+    }
+    // read_session's calls take the id start_session's setup call returned in their run.
+    let reads: Vec<&Value> = calls
+        .iter()
+        .filter(|c| c["tool"] == "read_session" && c["purpose"] == "normal")
+        .collect();
+    assert!(!reads.is_empty());
+    for read in &reads {
+        assert_eq!(read["revised"]["rule"], "from_result", "{read}");
+        assert_eq!(read["revised"]["argument"], "/session_id", "{read}");
+        let from = calls
+            .iter()
+            .find(|c| c["index"] == read["revised"]["from"])
+            .unwrap_or_else(|| panic!("{read}"));
+        assert_eq!(
+            (&from["tool"], &from["purpose"]),
+            (&"start_session".into(), &"setup".into())
+        );
+        let sid = read["arguments"]["session_id"].as_str().unwrap();
+        let returned = from["outcome"]["Ok"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert!(
+            sid.starts_with("s-") && returned.contains(sid),
+            "{read} {from}"
+        );
+    }
+    let read = cell(&probe.json, "read_session", "fs.write");
+    assert!(read["succeeded"].as_u64().unwrap() >= 1, "{read}");
+    let busy = cell(&probe.json, "busy", "fs.write");
+    assert_eq!(busy["verdict"], "skipped", "{busy}");
+    assert_eq!(busy["succeeded"], 0, "{busy}");
+    assert_report_matches(&probe);
+}

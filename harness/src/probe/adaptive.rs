@@ -331,6 +331,7 @@ mod tests {
                     index: 10 + at,
                     repeat_of: None,
                     repeat_state: Vec::new(),
+                    revised: None,
                     purpose: Purpose::Normal,
                     tool: (*tool).into(),
                     arguments: Default::default(),

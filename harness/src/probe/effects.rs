@@ -144,8 +144,9 @@ pub(crate) fn stamp_by_snapshots(
     if settles.is_empty() || settles.iter().any(|s| s.upper_blind) {
         return;
     }
+    // The first call made from `index` on (a retry slot not needed is no call).
     let sent = |index: usize| {
-        let call = calls.iter().find(|c| c.index == index)?;
+        let call = calls.iter().find(|c| c.index >= index)?;
         call.outcome.as_ref().ok().map(|o| o.requested_at)
     };
     // Each block's first call: the one after the previous block's last.
@@ -614,6 +615,7 @@ mod tests {
             index,
             repeat_of: None,
             repeat_state: Vec::new(),
+            revised: None,
             purpose: super::super::plan::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),

@@ -17,6 +17,7 @@ mod plan;
 mod plants;
 mod record;
 mod replay;
+mod revise;
 mod run;
 mod sensed;
 mod shown;
@@ -490,7 +491,7 @@ async fn subject_runs(
     let start = |planned: &PlannedRun| {
         let server = std::sync::Arc::clone(server);
         let planned = planned.clone();
-        let lab = (planned.scope == Scope::Shared).then(|| plan.lab.clone());
+        let lab = plan.lab.clone();
         let (quiet, client) = (options.quiet, options.client.clone());
         let content = std::sync::Arc::clone(content);
         AbortOnDrop(tokio::spawn(async move {
@@ -499,7 +500,7 @@ async fn subject_runs(
                 tool: planned.tool.as_deref(),
                 calls: &planned.calls,
                 blocks: &planned.blocks,
-                lab: lab.as_ref(),
+                lab: Some(&lab),
                 first_index: planned.first_index,
                 quiet,
                 options: &client,
@@ -763,7 +764,9 @@ fn plan_probe(
             .filter(|(at, _)| !producer || *at < ordinal)
             .map(|(_, call)| call.clone())
             .collect();
+        let retry = plan::retry_slot(&calls);
         let mut calls = plan::with_setups(&setups, calls);
+        calls.extend(retry);
         // The protocol witness (SPEC §3.5), outside the budget: all three calls or none.
         if restricted(Some(Clause::FsWrite)) {
             let paths = plants.witness_paths(ordinal);

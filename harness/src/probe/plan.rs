@@ -174,6 +174,10 @@ pub enum Purpose {
     /// A producer tool's call made first in another tool's run, so that the state it makes
     /// (an entity, a branch) is there for that tool's calls; its effects are its own.
     Setup,
+    /// A contingent call, one per tool ([`retry_slot`]): made only when an earlier call of
+    /// the tool in its run was refused with an error that says what it wanted, with the
+    /// arguments that error asks for (`revise`); absent from the receipts otherwise.
+    Retry,
 }
 
 impl Purpose {
@@ -184,6 +188,7 @@ impl Purpose {
             Purpose::FlipFirst => "flip_first",
             Purpose::FlipSecond => "flip_second",
             Purpose::Setup => "setup",
+            Purpose::Retry => "retry",
         }
     }
 }
@@ -463,6 +468,18 @@ pub(crate) fn is_producer(tool: &str) -> bool {
         .is_some_and(|w| MAKES.contains(&w.as_str()))
 }
 
+/// The retry slot of a tool whose calls are `calls` (setups excluded): a contingent call
+/// after its ordinary ones, its arguments the first call's until a refusal revises them
+/// when the run makes it. None for a tool that takes no argument (nothing to revise).
+pub(crate) fn retry_slot(calls: &[PlannedCall]) -> Option<PlannedCall> {
+    let first = calls.iter().find(|c| c.purpose == Purpose::Normal)?;
+    (!first.arguments.is_empty()).then(|| PlannedCall {
+        repeat_of: None,
+        purpose: Purpose::Retry,
+        ..first.clone()
+    })
+}
+
 /// `calls` with `setups` made first, as [`Purpose::Setup`] calls: the positions of
 /// repeats move with them.
 pub(crate) fn with_setups(setups: &[PlannedCall], calls: Vec<PlannedCall>) -> Vec<PlannedCall> {
@@ -483,7 +500,8 @@ pub(crate) fn with_setups(setups: &[PlannedCall], calls: Vec<PlannedCall>) -> Ve
 
 /// One tool's calls split into the runs of per-call isolation: the setups first in each,
 /// then one call, or a call and the repeat that follows it, or the protocol witness's
-/// three reads; a repeat names its original by its position in its new run.
+/// three reads; a repeat names its original by its position in its new run. A retry slot
+/// goes with the call before it: the only refusal its run can hold.
 pub(crate) fn per_call(calls: &[PlannedCall]) -> Vec<Vec<PlannedCall>> {
     let setups: Vec<&PlannedCall> = calls
         .iter()
@@ -492,7 +510,10 @@ pub(crate) fn per_call(calls: &[PlannedCall]) -> Vec<Vec<PlannedCall>> {
     let mut groups: Vec<Vec<(usize, &PlannedCall)>> = Vec::new();
     for (at, call) in calls.iter().enumerate().skip(setups.len()) {
         let joins = call.repeat_of.is_some()
-            || matches!(call.purpose, Purpose::FlipFirst | Purpose::FlipSecond);
+            || matches!(
+                call.purpose,
+                Purpose::FlipFirst | Purpose::FlipSecond | Purpose::Retry
+            );
         match groups.last_mut() {
             Some(group) if joins => group.push((at, call)),
             _ => groups.push(vec![(at, call)]),
@@ -1399,8 +1420,9 @@ mod tests {
         );
     }
 
-    /// Per-call runs: setups first in each; a repeat stays with its original and the
-    /// witness's three reads together, their positions renumbered.
+    /// Per-call runs: setups first in each; a repeat stays with its original, a retry slot
+    /// with the call before it and the witness's three reads together, their positions
+    /// renumbered.
     #[test]
     fn per_call_runs_keep_setups_repeats_and_the_witness_together() {
         let call = |tool: &str, repeat_of, purpose| PlannedCall {
@@ -1414,6 +1436,7 @@ mod tests {
             call("t", None, Purpose::Normal),
             call("t", Some(1), Purpose::Normal),
             call("t", None, Purpose::Normal),
+            call("t", None, Purpose::Retry),
             call("t", None, Purpose::NegativeControl),
             call("t", None, Purpose::FlipFirst),
             call("t", None, Purpose::FlipSecond),
@@ -1428,7 +1451,7 @@ mod tests {
             shape,
             [
                 vec![setup, (Purpose::Normal, None), (Purpose::Normal, Some(1))],
-                vec![setup, (Purpose::Normal, None)],
+                vec![setup, (Purpose::Normal, None), (Purpose::Retry, None)],
                 vec![
                     setup,
                     (Purpose::NegativeControl, None),
@@ -1439,6 +1462,29 @@ mod tests {
         );
         assert_eq!(per_call(&calls[1..2]).len(), 1);
         assert!(per_call(&[]).is_empty());
+    }
+
+    /// A tool's retry slot copies its first ordinary call (setups are not its own); a tool
+    /// that takes no argument has none.
+    #[test]
+    fn the_retry_slot_starts_from_the_first_ordinary_call() {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let calls = plan_tool("read", &schema, &plants(), 8, false);
+        let setup = PlannedCall {
+            tool: "create".into(),
+            arguments: Map::from_iter([("name".to_string(), json!("x"))]),
+            repeat_of: None,
+            purpose: Purpose::Setup,
+        };
+        let slot = retry_slot(&with_setups(&[setup], calls.clone())).unwrap();
+        assert_eq!(slot.purpose, Purpose::Retry);
+        assert_eq!(
+            (slot.tool.as_str(), &slot.arguments),
+            ("read", &calls[0].arguments)
+        );
+        assert_eq!(slot.repeat_of, None);
+        let bare = plan_tool("now", &json!({"type": "object"}), &plants(), 8, false);
+        assert!(retry_slot(&bare).is_none());
     }
 
     #[test]

@@ -15,6 +15,14 @@ use super::plan::Plants;
 pub(crate) const NOTE: &str = "notes/welcome.md";
 const NOTE_TEXT: &str =
     "# Welcome\n\nNotes for the inventory project: what to order, who to ask, what changed.\n";
+/// The planted note's longest line: text a tool that edits or searches the note finds in it.
+pub(crate) fn note_line() -> &'static str {
+    NOTE_TEXT
+        .lines()
+        .max_by_key(|line| line.len())
+        .unwrap_or(NOTE_TEXT)
+}
+
 /// A link inside the notes directory that leads to HOME, where the canaries are.
 pub(crate) const TRAP: &str = "notes/archive";
 

@@ -173,6 +173,10 @@ pub(crate) struct CallRecord {
     /// just before it and once it had settled (what `idempotent` is graded on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) repeat_state: Vec<PathStates>,
+    /// A retry's arguments differ from its slot's: the refused call and the rule that
+    /// revised them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) revised: Option<super::revise::Revised>,
 }
 
 /// One path's state before and after a repeated call.
@@ -385,7 +389,8 @@ pub(crate) struct RunPlan<'a> {
     /// A shared run's blocks: the run settles after each (the last settles as every run
     /// does).
     pub(crate) blocks: &'a [super::plan::Block],
-    /// A shared run's lab: the run stops after a block that puts every later one in doubt.
+    /// The lab of a subject run: what a retry puts in its arguments, and what tells a
+    /// shared run to stop after a block that puts every later one in doubt.
     pub(crate) lab: Option<&'a super::plants::LabRecord>,
     pub(crate) first_index: usize,
     pub(crate) quiet: Quiet,
@@ -816,70 +821,93 @@ async fn converse(
     listening(running, &mut output.listens);
     // Listeners known when the current block began, and whether the run stopped early.
     let (mut listens_before, mut stopped) = (output.listens.len(), false);
-    for (offset, call) in calls.iter().enumerate() {
-        // A repeat is judged by the state it found and the state it left: the lab settles
-        // before it (so the first call's delayed writes are in) and after it.
-        let repeat = call.repeat_of.is_some().then_some(running).flatten();
-        let before = match repeat {
-            Some(running) => {
-                settle(Some(running), &baseline, last_event, quiet).await;
-                layer_now(running, watch.written)
-            }
-            None => Default::default(),
-        };
-        let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
-        let failed = outcome
-            .as_ref()
-            .err()
-            .map(|e| failure(&format!("tools/call {}", call.tool), e));
-        let timed_out = matches!(
-            &outcome,
-            Ok(CallOutcome {
-                error: Some(CallError::Timeout { .. }),
-                ..
-            })
+    let places = lab.map(super::revise::Places::of);
+    // The calls made since the current block began: where identifiers come from.
+    let mut in_block = 0;
+    for (offset, planned) in calls.iter().enumerate() {
+        // A retry slot is made only when an earlier refusal of its tool says what to give;
+        // a call that needs an identifier takes it from its block's earlier results.
+        let made = places.as_ref().map_or_else(
+            || (planned.purpose != Purpose::Retry).then(|| (planned.arguments.clone(), None)),
+            |places| {
+                super::revise::arguments(planned, first_index, &output.calls, in_block, places)
+            },
         );
-        output.calls.push(CallRecord {
-            index: first_index + offset,
-            repeat_of: call.repeat_of.map(|earlier| first_index + earlier),
-            purpose: call.purpose,
-            tool: call.tool.clone(),
-            arguments: call.arguments.clone(),
-            outcome: outcome.map_err(|e| e.to_string()),
-            repeat_state: Vec::new(),
+        let made = made.map(|(arguments, revised)| {
+            let call = PlannedCall {
+                arguments,
+                ..planned.clone()
+            };
+            (call, revised)
         });
-        if let Some(running) = repeat {
-            settle(Some(running), &baseline, last_event, quiet).await;
-            let after = layer_now(running, watch.written);
-            let mut before = before;
-            let states = after
-                .into_iter()
-                .filter_map(|(path, after)| {
-                    // A path first written during the repeat had no state read before it.
-                    let before = before.remove(&path)?;
-                    Some(PathStates {
-                        path,
-                        before,
-                        after,
-                    })
+        if let Some((call, revised)) = made {
+            // A repeat is judged by the state it found and the state it left: the lab settles
+            // before it (so the first call's delayed writes are in) and after it.
+            let repeat = call.repeat_of.is_some().then_some(running).flatten();
+            let before = match repeat {
+                Some(running) => {
+                    settle(Some(running), &baseline, last_event, quiet).await;
+                    layer_now(running, watch.written)
+                }
+                None => Default::default(),
+            };
+            let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
+            let failed = outcome
+                .as_ref()
+                .err()
+                .map(|e| failure(&format!("tools/call {}", call.tool), e));
+            let timed_out = matches!(
+                &outcome,
+                Ok(CallOutcome {
+                    error: Some(CallError::Timeout { .. }),
+                    ..
                 })
-                .collect();
-            if let Some(record) = output.calls.last_mut() {
-                record.repeat_state = states;
-            }
-        }
-        if timed_out {
-            output.failure = Some(RunFailure {
-                kind: ErrorKind::Timeout,
-                detail: format!("tools/call {} timed out", call.tool),
+            );
+            output.calls.push(CallRecord {
+                index: first_index + offset,
+                repeat_of: call.repeat_of.map(|earlier| first_index + earlier),
+                purpose: call.purpose,
+                tool: call.tool.clone(),
+                arguments: call.arguments.clone(),
+                outcome: outcome.map_err(|e| e.to_string()),
+                repeat_state: Vec::new(),
+                revised,
             });
-        }
-        listening(running, &mut output.listens);
-        if let Some(failed) = failed {
-            output.failure = Some(failed);
-            break;
+            if let Some(running) = repeat {
+                settle(Some(running), &baseline, last_event, quiet).await;
+                let after = layer_now(running, watch.written);
+                let mut before = before;
+                let states = after
+                    .into_iter()
+                    .filter_map(|(path, after)| {
+                        // A path first written during the repeat had no state read before it.
+                        let before = before.remove(&path)?;
+                        Some(PathStates {
+                            path,
+                            before,
+                            after,
+                        })
+                    })
+                    .collect();
+                if let Some(record) = output.calls.last_mut() {
+                    record.repeat_state = states;
+                }
+            }
+            if timed_out {
+                output.failure = Some(RunFailure {
+                    kind: ErrorKind::Timeout,
+                    detail: format!("tools/call {} timed out", call.tool),
+                });
+            }
+            listening(running, &mut output.listens);
+            in_block += 1;
+            if let Some(failed) = failed {
+                output.failure = Some(failed);
+                break;
+            }
         }
         if block_ends.contains(&offset) {
+            in_block = 0;
             let went_quiet = settle(running, &baseline, last_event, quiet).await;
             let t_ns = log.elapsed().as_nanos() as u64;
             let (tools, relist_failed) = match session.list_tools().await {
@@ -894,10 +922,15 @@ async fn converse(
             let written = upper_written(layer.as_ref(), now.as_ref());
             layer = now;
             listening(running, &mut output.listens);
+            // The block's last call made (a retry slot it did not need is no call).
+            let after_call = output
+                .calls
+                .last()
+                .map_or(first_index + offset, |c| c.index);
             let mut settled = Settled {
                 tools,
                 relist_failed,
-                ..Settled::new(first_index + offset, went_quiet, t_ns, written)
+                ..Settled::new(after_call, went_quiet, t_ns, written)
             };
             let listened = output.listens[listens_before..].first();
             settled.stopped = lab.and_then(|lab| {

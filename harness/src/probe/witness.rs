@@ -282,6 +282,7 @@ mod tests {
             index,
             repeat_of: None,
             repeat_state: Vec::new(),
+            revised: None,
             purpose,
             tool: "open_note".into(),
             arguments: json!({"path": path}).as_object().unwrap().clone(),
