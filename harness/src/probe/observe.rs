@@ -300,13 +300,7 @@ fn tool_error(result: Option<&Value>) -> Option<String> {
     if result.get("isError").and_then(Value::as_bool) != Some(true) {
         return None;
     }
-    let text = result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find_map(|c| c.get("text").and_then(Value::as_str))
-        .unwrap_or("");
+    let text = super::revise::texts(result).next().unwrap_or("");
     Some(format!(
         "isError: {}",
         text.chars().take(200).collect::<String>()

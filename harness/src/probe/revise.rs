@@ -217,13 +217,7 @@ fn returned(call: &CallRecord) -> Vec<Value> {
     else {
         return Vec::new();
     };
-    let texts = result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .filter_map(|text| serde_json::from_str::<Value>(text).ok());
+    let texts = texts(result).filter_map(|text| serde_json::from_str::<Value>(text).ok());
     result
         .get("structuredContent")
         .cloned()
@@ -294,14 +288,18 @@ fn refusal(call: &CallRecord) -> Option<String> {
     if result.get("isError").and_then(Value::as_bool) != Some(true) {
         return None;
     }
-    let text: Vec<&str> = result
+    let text: Vec<&str> = texts(result).collect();
+    Some(text.join("\n").chars().take(MAX_REFUSAL).collect())
+}
+
+/// The text contents of a tool result, in order.
+pub(crate) fn texts(result: &Value) -> impl Iterator<Item = &str> {
+    result
         .get("content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .collect();
-    Some(text.join("\n").chars().take(MAX_REFUSAL).collect())
 }
 
 /// How much of a refusal the rules read.
@@ -584,7 +582,9 @@ fn quoted(text: &str) -> Vec<String> {
 /// valid integer": a minimal value of the type asked for, in the argument named or shown.
 fn wrong_type(written: &Refusal, leaves: &[Leaf], places: &Places) -> Option<(String, Value)> {
     let refusal = written.lower.as_str();
-    const TYPES: [(&[&str], fn(&Places) -> Value); 5] = [
+    /// The words that ask for a type, and a value of it.
+    type Asked = (&'static [&'static str], fn(&Places) -> Value);
+    const TYPES: [Asked; 5] = [
         (
             &["of type 'object'", "expected object", "valid dictionary"],
             |_| Value::Object(Map::new()),
