@@ -300,6 +300,12 @@ fn a_third_party_http_server_is_audited_in_the_sandbox() {
         "{:#}",
         probe.json
     );
+    // At least 85 % of its tools get a successful call (#11).
+    let (worked, tools) = common::tools_that_worked(&probe.json);
+    assert!(
+        worked.len() * 100 >= tools.len() * 85,
+        "{worked:?} of {tools:?}"
+    );
     // Its get-env tool really hands the model the environment, canary included.
     let env = cell(&probe.json, "get-env", "result.secrets");
     assert_eq!(env["verdict"], "confirmed", "{env}");

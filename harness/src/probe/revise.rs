@@ -551,7 +551,7 @@ fn choices(written: &Refusal, leaves: &[Leaf], _: &Places) -> Option<(String, Va
     let offered = quoted(&written.text[at..]);
     let leaf = leaves
         .iter()
-        .find(|l| l.named_in(&refusal[..at]) || l.named_in(refusal))
+        .find(|l| l.named_in(refusal))
         .or_else(|| leaves.iter().find(|l| l.shown_in(refusal)))?;
     let choice = offered
         .into_iter()
