@@ -383,6 +383,107 @@ pub(crate) fn adopt_received_fd(fd: RawFd) -> OwnedFd {
 
 /// Moves the calling thread into the network namespace behind `namespace` (an open
 /// `/proc/<pid>/ns/net`). Only this thread changes namespace; sockets it creates keep it.
+/// Asks a UDP socket to tell, with each datagram, the address it was sent to
+/// ([`recv_to`]), so that an answer can come from that address ([`send_from`]).
+pub(crate) fn want_destination(socket: BorrowedFd<'_>, v6: bool) -> Result<(), Errno> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    match v6 {
+        true => setsockopt(&socket, sockopt::Ipv6RecvPacketInfo, &true),
+        false => setsockopt(&socket, sockopt::Ipv4PacketInfo, &true),
+    }
+}
+
+/// One datagram into `buffer`: its length, its sender, and the address it was sent to
+/// (when the socket was asked for it, [`want_destination`]).
+pub(crate) fn recv_to(
+    socket: BorrowedFd<'_>,
+    buffer: &mut [u8],
+) -> Result<(usize, std::net::SocketAddr, Option<std::net::IpAddr>), Errno> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, SockaddrStorage, recvmsg};
+    let mut space = nix::cmsg_space!(libc::in6_pktinfo);
+    let mut iov = [std::io::IoSliceMut::new(buffer)];
+    let message = recvmsg::<SockaddrStorage>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::empty(),
+    )?;
+    let from = message
+        .address
+        .and_then(|a| {
+            a.as_sockaddr_in()
+                .map(|v4| std::net::SocketAddr::from(std::net::SocketAddrV4::from(*v4)))
+                .or_else(|| {
+                    a.as_sockaddr_in6()
+                        .map(|v6| std::net::SocketAddr::from(std::net::SocketAddrV6::from(*v6)))
+                })
+        })
+        .ok_or(Errno::EAFNOSUPPORT)?;
+    let to = message.cmsgs()?.find_map(|cmsg| match cmsg {
+        ControlMessageOwned::Ipv4PacketInfo(info) => Some(std::net::IpAddr::V4(
+            std::net::Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)),
+        )),
+        ControlMessageOwned::Ipv6PacketInfo(info) => Some(std::net::IpAddr::V6(
+            std::net::Ipv6Addr::from(info.ipi6_addr.s6_addr),
+        )),
+        _ => None,
+    });
+    Ok((message.bytes, from, to))
+}
+
+/// Sends `data` to `to` from the local address `from` (the one a query was sent to), so
+/// that a resolver on every address answers from the address it was asked at.
+pub(crate) fn send_from(
+    socket: BorrowedFd<'_>,
+    data: &[u8],
+    to: std::net::SocketAddr,
+    from: std::net::IpAddr,
+) -> Result<usize, Errno> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, SockaddrStorage, sendmsg};
+    let iov = [std::io::IoSlice::new(data)];
+    let destination = SockaddrStorage::from(to);
+    match from {
+        std::net::IpAddr::V4(v4) => {
+            let info = libc::in_pktinfo {
+                ipi_ifindex: 0,
+                ipi_spec_dst: libc::in_addr {
+                    s_addr: u32::from(v4).to_be(),
+                },
+                ipi_addr: libc::in_addr { s_addr: 0 },
+            };
+            let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
+            sendmsg(
+                socket.as_raw_fd(),
+                &iov,
+                &cmsg,
+                MsgFlags::MSG_DONTWAIT,
+                Some(&destination),
+            )
+        }
+        std::net::IpAddr::V6(v6) => {
+            let info = libc::in6_pktinfo {
+                ipi6_addr: libc::in6_addr {
+                    s6_addr: v6.octets(),
+                },
+                ipi6_ifindex: 0,
+            };
+            let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
+            sendmsg(
+                socket.as_raw_fd(),
+                &iov,
+                &cmsg,
+                MsgFlags::MSG_DONTWAIT,
+                Some(&destination),
+            )
+        }
+    }
+}
+
+/// Moves the calling thread into a new, empty network namespace of its own.
+pub(crate) fn new_net_namespace() -> Result<(), Errno> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+}
+
 pub(crate) fn enter_net_namespace(namespace: BorrowedFd<'_>) -> Result<(), Errno> {
     nix::sched::setns(namespace, nix::sched::CloneFlags::CLONE_NEWNET)
 }

@@ -266,15 +266,17 @@ async fn runs_left_by_a_dead_owner_are_swept_at_the_next_spawn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_network_namespace_has_only_loopback_and_its_own_hostname() {
-    if !privileged("the_network_namespace_has_only_loopback_and_its_own_hostname") {
+async fn the_network_namespace_has_loopback_eth0_and_its_own_hostname() {
+    if !privileged("the_network_namespace_has_loopback_eth0_and_its_own_hostname") {
         return;
     }
-    let script =
-        "ls /sys/class/net; hostname; cat /sys/class/net/lo/operstate; ls /dev | tr '\\n' ' '";
+    let script = "ls /sys/class/net | tr '\\n' ' '; echo; hostname; cat /sys/class/net/lo/operstate; \
+                  ls /dev | tr '\\n' ' '; echo; cat /sys/class/net/eth0/operstate";
     let (out, err, _stopped) = run_to_end(shell(script).build().unwrap().spawn().unwrap()).await;
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "lo", "interfaces: {out} {err}");
+    // Its loopback, and the link to the sinkhole's side that a virtual machine would have.
+    assert_eq!(lines[0].trim(), "eth0 lo", "interfaces: {out} {err}");
+    assert_eq!(lines[4], "up", "eth0 must be up: {out}");
     // A UTS namespace of its own, named as the host is unless that name says vac.
     assert_eq!(lines[1], expected_hostname());
     assert_ne!(lines[2], "down", "lo must be up");

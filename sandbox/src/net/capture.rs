@@ -1,7 +1,6 @@
-//! Every packet the program sends, from an `AF_PACKET` socket on the namespace's loopback.
-//!
-//! With every address local, every packet of the namespace crosses `lo`, so this sees the
-//! attempts no listener takes: a SYN to a port nobody listens on (answered by a reset), a
+//! Every packet the program sends, from an `AF_PACKET` socket on the run's namespace: what
+//! crosses `lo` (to the program's own listeners and a loopback resolver) and what leaves by
+//! `eth0` for the sinkhole's namespace, so this sees the attempts no listener takes: a SYN to a port nobody listens on (answered by a reset), a
 //! UDP datagram to any port, ICMP. Headers are parsed here by hand and bounded; the sinkhole's
 //! own answers (DNS replies from port 53, resets, unreachables) are not attempts and are
 //! skipped.
@@ -18,6 +17,8 @@ use super::log::Recorder;
 use crate::sys;
 
 const PACKET_HOST: u8 = 0;
+const PACKET_OUTGOING: u8 = 4;
+const ARPHRD_LOOPBACK: u16 = 772;
 const ETH_P_IP: u16 = 0x0800;
 const ETH_P_IPV6: u16 = 0x86dd;
 const TCP: u8 = 6;
@@ -84,6 +85,10 @@ pub(crate) fn parse(packet: &[u8], ethertype: u16) -> Packet<'_> {
         // Destination unreachable: the kernel's answer to a datagram nobody takes.
         ICMP if transport.first() == Some(&3) => Packet::Ignored,
         ICMPV6 if transport.first() == Some(&1) => Packet::Ignored,
+        // The link's own upkeep on `eth0`: neighbour and router discovery, and whatever
+        // else goes to link-local multicast but a datagram (mDNS stays an attempt).
+        ICMPV6 if transport.first().is_some_and(|t| (133..=137).contains(t)) => Packet::Ignored,
+        _ if link_multicast(dst) => Packet::Ignored,
         _ => Packet::Other {
             protocol,
             src,
@@ -91,6 +96,11 @@ pub(crate) fn parse(packet: &[u8], ethertype: u16) -> Packet<'_> {
             packet,
         },
     }
+}
+
+/// Whether `address` is IPv6 link-local multicast (`ff02::/16`: all nodes, routers, MLD).
+fn link_multicast(address: IpAddr) -> bool {
+    matches!(address, IpAddr::V6(v6) if v6.segments()[0] == 0xff02)
 }
 
 type Parsed<'a> = (u8, IpAddr, IpAddr, &'a [u8]);
@@ -155,8 +165,12 @@ pub(crate) fn read_all(
                 return Err(errno);
             }
         };
-        // Each loopback packet is seen leaving and arriving; keep the arrival.
-        let Some(from) = from.filter(|f| f.pkttype() == PACKET_HOST) else {
+        // Each loopback packet is seen leaving and arriving: keep the arrival. On `eth0`
+        // what leaves is the program's, what arrives the sinkhole's answer.
+        let Some(from) = from.filter(|f| match f.hatype() == ARPHRD_LOOPBACK {
+            true => f.pkttype() == PACKET_HOST,
+            false => f.pkttype() == PACKET_OUTGOING,
+        }) else {
             continue;
         };
         match parse(

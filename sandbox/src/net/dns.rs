@@ -8,7 +8,10 @@
 //! `/etc/resolv.conf` names, its queries arrive at the sockets bound to port 53 here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsFd;
 use std::sync::Arc;
+
+use nix::errno::Errno;
 
 use tokio::net::UdpSocket;
 
@@ -145,15 +148,30 @@ pub(crate) fn serve_one(
 }
 
 /// Serves UDP queries on `socket` until the task is aborted.
+///
+/// The answer comes from the address the query was sent to: the resolver listens on every
+/// address of the sinkhole's namespace, and a client's resolver drops an answer from any
+/// other.
 pub(crate) async fn serve_udp(socket: Arc<UdpSocket>, log: Recorder) {
     let mut buffer = vec![0u8; MAX_MESSAGE * 2];
     loop {
-        let Ok((len, from)) = socket.recv_from(&mut buffer).await else {
+        let received = socket
+            .async_io(tokio::io::Interest::READABLE, || {
+                crate::sys::recv_to(socket.as_fd(), &mut buffer).map_err(std::io::Error::from)
+            })
+            .await;
+        let Ok((len, from, to)) = received else {
             continue;
         };
         if let Some(reply) = serve_one(&log, &buffer[..len], from, false) {
             // A program that does not read its answers only loses them.
-            let _ = socket.try_send_to(&reply, from);
+            let _ = match to {
+                Some(to) => crate::sys::send_from(socket.as_fd(), &reply, from, to).map(drop),
+                None => socket
+                    .try_send_to(&reply, from)
+                    .map(drop)
+                    .map_err(|_| Errno::EIO),
+            };
         }
     }
 }

@@ -1,30 +1,40 @@
-//! The network sensor: a [`Sinkhole`] inside the sandbox's network namespace, so that every
-//! attempt to reach the network is observed and nothing leaves the machine.
+//! The network sensor: a [`Sinkhole`] in a network namespace of its own, joined to the
+//! sandbox's by a veth pair, so that every attempt to reach the network is observed, nothing
+//! leaves the machine, and the program sees none of the sinkhole's sockets.
 //!
-//! - **Routes** (`routes.rs`): every IPv4 and IPv6 address is local (`local 0.0.0.0/0` and
-//!   `local ::/0` on `lo`), so every packet loops back into the namespace.
+//! - **Link** (`link.rs`, `setup.rs`): the run's namespace has `lo` and `eth0` (10.0.2.15/24,
+//!   fd00::15/64) with default routes to the sinkhole's side (10.0.2.2, fd00::2), as a
+//!   virtual machine's user network has. In the sinkhole's namespace every address but the
+//!   run's is local (`local 0.0.0.0/0` and `local ::/0` on `lo` in table `local`, beside
+//!   routes back to the run's addresses), so every packet the run sends off its loopback
+//!   ends there.
 //! - **Resolver** (`dns.rs`): UDP on port 53 (IPv4 and IPv6) and TCP on port 53 answer every
-//!   A and AAAA question with a sinkhole address and log the name and type.
-//! - **Listeners** (`tcp.rs`): TCP on `0.0.0.0` and `[::]` for a port set
-//!   ([`DEFAULT_PORTS`] plus extra ports) accept, keep the first bytes and the HTTP request
-//!   line and Host or the TLS server name, then close. Only these ports get first bytes.
-//! - **Capture** (`capture.rs`): an `AF_PACKET` socket on `lo` logs every SYN to any
-//!   address:port (listened or not), every UDP datagram to any port and any other IP packet
-//!   (ICMP), so an attempt is logged even where nothing listens.
-//! - **Sockets** (`diag.rs`): [`Sinkhole::sockets`] is a sock_diag snapshot of the
+//!   A and AAAA question with the name's own address and log the name and type; a loopback
+//!   nameserver of `/etc/resolv.conf` (a local stub's `127.0.0.53`) gets a resolver in the
+//!   run's namespace, where a real machine has one too.
+//! - **Listeners** (`tcp.rs`): TCP on `0.0.0.0` and `[::]` of the sinkhole's namespace for a
+//!   port set ([`DEFAULT_PORTS`] plus extra ports) accept, keep the first bytes and the HTTP
+//!   request line and Host or the TLS server name, then close. Only these ports get first
+//!   bytes.
+//! - **Capture** (`capture.rs`): an `AF_PACKET` socket in the run's namespace logs every SYN
+//!   to any address:port (listened or not), every UDP datagram to any port and any other IP
+//!   packet (ICMP) that crosses `lo` or leaves by `eth0`, so an attempt is logged even where
+//!   nothing listens.
+//! - **Sockets** (`diag.rs`): [`Sinkhole::sockets`] is a sock_diag snapshot of the run
 //!   namespace's TCP and UDP sockets, each traced to the sandbox process that holds it.
 //!
-//! Every socket is created by a short-lived thread that has entered the namespace
-//! (`/proc/<init>/ns/net`); sockets keep their namespace, so the caller's tokio runtime then
-//! drives them from the host. Logs are bounded ([`LogLimits`]) and count what they drop.
+//! Every socket is created by a short-lived thread that has entered its namespace; sockets
+//! keep their namespace, so the caller's tokio runtime then drives them from the host. The
+//! sinkhole's namespace lives as long as its sockets: the kernel reclaims it with the last,
+//! even when vac is killed. Logs are bounded ([`LogLimits`]) and count what they drop.
 
 mod capture;
 mod diag;
 mod dial;
 mod dns;
+mod link;
 mod log;
 pub(crate) mod probe;
-mod routes;
 mod setup;
 mod tcp;
 
@@ -79,9 +89,9 @@ pub enum NetError {
     },
     #[error("cannot find the loopback interface in the sandbox's namespace")]
     Loopback(#[source] Errno),
-    #[error("cannot add the route {route}")]
-    Route {
-        route: &'static str,
+    #[error("cannot {what} (rtnetlink)")]
+    Link {
+        what: String,
         #[source]
         source: std::io::Error,
     },

@@ -73,7 +73,7 @@ impl NetProbe {
     }
 }
 
-const RESOLV_CONF: &str = "/etc/resolv.conf";
+pub(crate) const RESOLV_CONF: &str = "/etc/resolv.conf";
 
 /// The first `nameserver` of a resolv.conf, or 127.0.0.1.
 pub(crate) fn nameserver(resolv_conf: &[u8]) -> IpAddr {
@@ -85,9 +85,40 @@ pub(crate) fn nameserver(resolv_conf: &[u8]) -> IpAddr {
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
+/// Every loopback `nameserver` of a resolv.conf (a local stub resolver's address), or
+/// 127.0.0.1 when it names none at all (where a resolver then asks).
+pub(crate) fn loopback_nameservers(resolv_conf: &[u8]) -> Vec<IpAddr> {
+    let named: Vec<IpAddr> = String::from_utf8_lossy(resolv_conf)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("nameserver"))
+        .filter_map(|rest| rest.trim().split('%').next()?.parse().ok())
+        .collect();
+    if named.is_empty() {
+        return vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    }
+    let mut loopback: Vec<IpAddr> = named.into_iter().filter(IpAddr::is_loopback).collect();
+    loopback.dedup();
+    loopback
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_nameservers_are_those_named_or_localhost_when_none_is() {
+        let conf = b"# stub\nnameserver 127.0.0.53\nnameserver 10.0.0.2\nnameserver ::1\n";
+        let found: Vec<String> = loopback_nameservers(conf)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(found, ["127.0.0.53", "::1"]);
+        assert!(loopback_nameservers(b"nameserver 10.255.255.53\n").is_empty());
+        assert_eq!(
+            loopback_nameservers(b"search lan\n"),
+            [IpAddr::V4(Ipv4Addr::LOCALHOST)]
+        );
+    }
 
     #[test]
     fn the_first_nameserver_is_used_and_loopback_is_the_fallback() {

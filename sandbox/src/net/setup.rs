@@ -5,7 +5,7 @@
 //! socket, hands the descriptors back and ends. Only descriptors cross back, so the caller's
 //! threads never change namespace.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,12 +17,16 @@ use nix::sys::socket::{
 use nix::unistd::Pid;
 use tokio::sync::Semaphore;
 
+use super::link::{Route, Rtnl, TABLE_LOCAL, TABLE_MAIN};
 use super::log::Recorder;
-use super::routes::{self, Family};
 use super::{NetError, Sinkhole, SinkholeOptions, capture, dns, tcp};
 use crate::sys;
+use netlink_packet_route::route::RouteType;
 
-/// The sockets of a sinkhole, created in its namespace.
+/// The sockets of a sinkhole: the capture, the socket diagnostics and the resolvers of
+/// loopback nameservers in the run's namespace; the other resolvers and the listeners in
+/// the sinkhole's own, so that the run sees none of them (not in its `/proc/net/tcp`, nor
+/// through sock_diag).
 pub(super) struct Sockets {
     capture: OwnedFd,
     diag: netlink_sys::Socket,
@@ -30,20 +34,60 @@ pub(super) struct Sockets {
     listeners: Vec<TcpListener>,
 }
 
-/// Enters the namespace behind `ns_fd` on a new thread and creates the sockets there.
+/// The link between the two namespaces, as a virtual machine's user network shows it: the
+/// run's `eth0` with a private address and a default route to the sinkhole's side.
+const RUN_LINK: &str = "eth0";
+const SINK_LINK: &str = "uplink0";
+const RUN_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 15);
+const SINK_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+const RUN_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0x15);
+const SINK_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+
+/// Makes the sinkhole's namespace, joins it to the run's (behind `ns_fd`) by a veth pair,
+/// and creates the sockets on each side. Each namespace is entered by a thread of its own;
+/// the sinkhole's lives as long as its sockets (the kernel reclaims it with the last).
 pub(super) fn in_namespace(
     init_pid: Pid,
     ns_fd: OwnedFd,
     ports: Vec<u16>,
 ) -> Result<Sockets, NetError> {
     let pid = init_pid.as_raw();
+    let sink_ns = on_thread(pid, move || {
+        sys::new_net_namespace().map_err(|errno| NetError::Enter { pid, errno })?;
+        sys::loopback_up().map_err(NetError::Loopback)?;
+        std::fs::File::open("/proc/thread-self/ns/net")
+            .map(OwnedFd::from)
+            .map_err(|source| NetError::Namespace { pid, source })
+    })?;
+    let sink_for_run = sink_ns
+        .try_clone()
+        .map_err(|source| NetError::Namespace { pid, source })?;
+    let (capture, diag, loopback) = on_thread(pid, move || {
+        sys::enter_net_namespace(ns_fd.as_fd()).map_err(|errno| NetError::Enter { pid, errno })?;
+        run_side(sink_for_run.as_fd())
+    })?;
+    let (mut resolvers, listeners) = on_thread(pid, move || {
+        sys::enter_net_namespace(sink_ns.as_fd())
+            .map_err(|errno| NetError::Enter { pid, errno })?;
+        sink_side(&ports)
+    })?;
+    resolvers.extend(loopback);
+    Ok(Sockets {
+        capture,
+        diag,
+        resolvers,
+        listeners,
+    })
+}
+
+/// Runs `work` on a thread of its own (which may change namespace) and returns its result.
+fn on_thread<T: Send + 'static>(
+    pid: i32,
+    work: impl FnOnce() -> Result<T, NetError> + Send + 'static,
+) -> Result<T, NetError> {
     let thread = std::thread::Builder::new()
         .name("vac-netns".into())
-        .spawn(move || {
-            sys::enter_net_namespace(ns_fd.as_fd())
-                .map_err(|errno| NetError::Enter { pid, errno })?;
-            create(&ports)
-        })
+        .spawn(work)
         .map_err(|source| NetError::Thread { pid, source })?;
     thread.join().unwrap_or_else(|_| {
         Err(NetError::Thread {
@@ -53,10 +97,32 @@ pub(super) fn in_namespace(
     })
 }
 
-fn create(ports: &[u16]) -> Result<Sockets, NetError> {
-    let lo = nix::net::if_::if_nametoindex("lo").map_err(NetError::Loopback)?;
-    routes::add_local_default(Family::V4, lo)?;
-    routes::add_local_default(Family::V6, lo)?;
+/// In the run's namespace: the veth pair (its peer in `sink`), `eth0`'s addresses and
+/// default routes, the capture, the socket diagnostics, and a resolver on each loopback
+/// nameserver the resolver configuration names (a local stub such as systemd-resolved's
+/// `127.0.0.53` is where a real machine has one too).
+fn run_side(
+    sink: std::os::fd::BorrowedFd<'_>,
+) -> Result<(OwnedFd, netlink_sys::Socket, Vec<UdpSocket>), NetError> {
+    let rtnl = Rtnl::open()?;
+    rtnl.add_veth(RUN_LINK, SINK_LINK, sink)?;
+    let eth0 = index(RUN_LINK)?;
+    rtnl.add_address(eth0, RUN_V4.into(), 24)?;
+    rtnl.add_address(eth0, RUN_V6.into(), 64)?;
+    rtnl.up(eth0, RUN_LINK)?;
+    for (any, gateway) in [
+        (IpAddr::from(Ipv4Addr::UNSPECIFIED), IpAddr::from(SINK_V4)),
+        (Ipv6Addr::UNSPECIFIED.into(), SINK_V6.into()),
+    ] {
+        rtnl.add_route(Route {
+            kind: RouteType::Unicast,
+            destination: any,
+            prefix: 0,
+            gateway: Some(gateway),
+            index: eth0,
+            table: TABLE_MAIN,
+        })?;
+    }
     // The capture first, so that it sees everything the other sockets answer.
     let capture = sys::packet_socket().map_err(NetError::Capture)?;
     let _ = setsockopt(&capture, sockopt::RcvBufForce, &(8 << 20));
@@ -71,6 +137,53 @@ fn create(ports: &[u16]) -> Result<Sockets, NetError> {
             protocol: 0,
             source,
         })?;
+    let conf = std::fs::read(super::probe::RESOLV_CONF).unwrap_or_default();
+    let mut resolvers = Vec::new();
+    for server in super::probe::loopback_nameservers(&conf) {
+        let addr = SocketAddr::new(server, 53);
+        let socket = UdpSocket::bind(addr).map_err(|source| NetError::Bind {
+            transport: "udp",
+            addr,
+            source,
+        })?;
+        let _ = setsockopt(&socket, sockopt::RcvBufForce, &(1 << 20));
+        resolvers.push(socket);
+    }
+    Ok((capture, diag, resolvers))
+}
+
+/// In the sinkhole's namespace: its side of the link, every address local but the run's
+/// (`local 0.0.0.0/0` and `local ::/0` on `lo` in table `local`, beside routes back to the
+/// run's addresses and link-local ones), the resolvers and the listeners.
+fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetError> {
+    let rtnl = Rtnl::open()?;
+    let uplink = index(SINK_LINK)?;
+    rtnl.add_address(uplink, SINK_V4.into(), 24)?;
+    rtnl.add_address(uplink, SINK_V6.into(), 64)?;
+    rtnl.up(uplink, SINK_LINK)?;
+    let lo = index("lo")?;
+    let route = |kind, destination: IpAddr, prefix, index| Route {
+        kind,
+        destination,
+        prefix,
+        gateway: None,
+        index,
+        table: TABLE_LOCAL,
+    };
+    for back in [
+        route(RouteType::Unicast, RUN_V4.into(), 32, uplink),
+        route(RouteType::Unicast, RUN_V6.into(), 128, uplink),
+        route(
+            RouteType::Unicast,
+            Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0).into(),
+            64,
+            uplink,
+        ),
+        route(RouteType::Local, Ipv4Addr::UNSPECIFIED.into(), 0, lo),
+        route(RouteType::Local, Ipv6Addr::UNSPECIFIED.into(), 0, lo),
+    ] {
+        rtnl.add_route(back)?;
+    }
     let v4 = |port| SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
     let bound = |transport, addr| {
         move |source| NetError::Bind {
@@ -90,11 +203,21 @@ fn create(ports: &[u16]) -> Result<Sockets, NetError> {
         listeners.push(TcpListener::from(fd));
     }
     let _ = setsockopt(&resolvers[0], sockopt::RcvBufForce, &(1 << 20));
-    Ok(Sockets {
-        capture,
-        diag,
-        resolvers,
-        listeners,
+    for (socket, v6) in resolvers.iter().zip([false, true]) {
+        sys::want_destination(socket.as_fd(), v6).map_err(|errno| NetError::Bind {
+            transport: "udp",
+            addr: socket.local_addr().unwrap_or(self::v6(53)),
+            source: errno.into(),
+        })?;
+    }
+    Ok((resolvers, listeners))
+}
+
+/// The index of the interface `name` in the calling thread's namespace.
+fn index(name: &str) -> Result<u32, NetError> {
+    nix::net::if_::if_nametoindex(name).map_err(|errno| NetError::Link {
+        what: format!("find the interface {name}"),
+        source: errno.into(),
     })
 }
 
