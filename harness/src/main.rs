@@ -552,6 +552,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
     match probed {
         Ok(report) => {
+            PROBED.store(true, std::sync::atomic::Ordering::SeqCst);
             print_report(&report, args.json, args.all);
             Ok(Exit::of(&report).into())
         }
@@ -566,6 +567,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
 /// How long past its wall-time budget vac's own work may go on before the watchdog ends it.
 const WATCHDOG_GRACE: Duration = Duration::from_secs(30);
 
+/// The probe returned (its receipts sealed): what is left is printing its report.
+static PROBED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The budget's backstop. The probe's timeout ends it only where it waits; work that never
 /// yields (grading a hostile server's evidence, a teardown stuck in the kernel, printing)
 /// would outlast it, so a thread of its own ends vac once the budget and
@@ -577,8 +581,12 @@ fn watchdog(wall: Duration, dir: PathBuf) {
         .name("vac-watchdog".into())
         .spawn(move || {
             std::thread::sleep(wall + WATCHDOG_GRACE);
+            let receipts = match PROBED.load(std::sync::atomic::Ordering::SeqCst) {
+                true => "are sealed; its report was not all written",
+                false => "are not sealed",
+            };
             eprintln!(
-                "vac: the probe's wall-time budget of {}s ran out and vac's own work went on {}s past it: ended, and the receipts in {} are not sealed",
+                "vac: the probe's wall-time budget of {}s ran out and vac's own work went on {}s past it: ended, and the receipts in {} {receipts}",
                 wall.as_secs(),
                 WATCHDOG_GRACE.as_secs(),
                 dir.display()

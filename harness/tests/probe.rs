@@ -708,3 +708,55 @@ fn a_third_party_memory_server_gets_successful_calls_and_no_false_repeat_or_mani
     );
     no_false_repeat_or_manifest(&probe.json);
 }
+
+/// The watchdog ends vac when its own work outlasts the wall-time budget where the probe's
+/// timeout cannot reach: here printing a report into a pipe of one page that nobody reads.
+/// It exits 5 ("incomplete") 30 s past the budget, saying the receipts are sealed.
+#[test]
+fn vac_blocked_past_its_budget_is_ended_by_the_watchdog_with_exit_five() {
+    if !privileged("vac_blocked_past_its_budget_is_ended_by_the_watchdog_with_exit_five") {
+        return;
+    }
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("receipts");
+    let server = fixture("honest");
+    let vac = server[0];
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(vac)
+        .args([
+            "probe",
+            "--json",
+            "--wall",
+            "15",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .arg("--")
+        .args(server)
+        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            writer,
+        )))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("went on 30s past it") && stderr.contains("are sealed"),
+        "{stderr}"
+    );
+    // Its budget and the grace, not the report's end, ended it; the receipts are whole.
+    assert!(started.elapsed() >= std::time::Duration::from_secs(45));
+    assert_eq!(verify(&out).status.code(), Some(0));
+    // What it printed stopped at the pipe's page.
+    let mut printed = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(reader), &mut printed).unwrap();
+    assert!(
+        !printed.is_empty() && printed.len() <= 4096,
+        "{}",
+        printed.len()
+    );
+}
