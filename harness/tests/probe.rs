@@ -735,9 +735,7 @@ fn vac_blocked_past_its_budget_is_ended_by_the_watchdog_with_exit_five() {
         ])
         .arg("--")
         .args(server)
-        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
-            writer,
-        )))
+        .stdout(std::process::Stdio::from(writer))
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
