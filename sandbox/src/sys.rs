@@ -442,41 +442,35 @@ pub(crate) fn send_from(
     use nix::sys::socket::{ControlMessage, MsgFlags, SockaddrStorage, sendmsg};
     let iov = [std::io::IoSlice::new(data)];
     let destination = SockaddrStorage::from(to);
-    match from {
+    let (v4_info, v6_info);
+    let cmsg = match from {
         std::net::IpAddr::V4(v4) => {
-            let info = libc::in_pktinfo {
+            v4_info = libc::in_pktinfo {
                 ipi_ifindex: 0,
                 ipi_spec_dst: libc::in_addr {
                     s_addr: u32::from(v4).to_be(),
                 },
                 ipi_addr: libc::in_addr { s_addr: 0 },
             };
-            let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
-            sendmsg(
-                socket.as_raw_fd(),
-                &iov,
-                &cmsg,
-                MsgFlags::MSG_DONTWAIT,
-                Some(&destination),
-            )
+            ControlMessage::Ipv4PacketInfo(&v4_info)
         }
         std::net::IpAddr::V6(v6) => {
-            let info = libc::in6_pktinfo {
+            v6_info = libc::in6_pktinfo {
                 ipi6_addr: libc::in6_addr {
                     s6_addr: v6.octets(),
                 },
                 ipi6_ifindex: 0,
             };
-            let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
-            sendmsg(
-                socket.as_raw_fd(),
-                &iov,
-                &cmsg,
-                MsgFlags::MSG_DONTWAIT,
-                Some(&destination),
-            )
+            ControlMessage::Ipv6PacketInfo(&v6_info)
         }
-    }
+    };
+    sendmsg(
+        socket.as_raw_fd(),
+        &iov,
+        &[cmsg],
+        MsgFlags::MSG_DONTWAIT,
+        Some(&destination),
+    )
 }
 
 /// Moves the calling thread into a new, empty network namespace of its own.
