@@ -173,8 +173,8 @@ pub(crate) struct CallRecord {
     /// just before it and once it had settled (what `idempotent` is graded on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) repeat_state: Vec<PathStates>,
-    /// A retry's arguments differ from its slot's: the refused call and the rule that
-    /// revised them.
+    /// Why the arguments made differ from the plan's: the call they come from and the rule
+    /// (a retry's refusal read, an identifier an earlier result returned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) revised: Option<super::revise::Revised>,
 }

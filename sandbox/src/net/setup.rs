@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use netlink_packet_route::route::RouteType;
 use nix::sys::socket::{
     AddressFamily, Backlog, SockFlag, SockType, SockaddrIn6, bind, listen, setsockopt, socket,
     sockopt,
@@ -21,7 +22,6 @@ use super::link::{Route, Rtnl, TABLE_LOCAL, TABLE_MAIN};
 use super::log::Recorder;
 use super::{NetError, Sinkhole, SinkholeOptions, capture, dns, tcp};
 use crate::sys;
-use netlink_packet_route::route::RouteType;
 
 /// The sockets of a sinkhole: the capture, the socket diagnostics and the resolvers of
 /// loopback nameservers in the run's namespace; the other resolvers and the listeners in
