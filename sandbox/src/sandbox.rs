@@ -733,16 +733,18 @@ impl Running {
             .unwrap_or_default()
     }
 
-    /// Whether a process of the run that is not in `known` may still act on its own: one of
-    /// its threads is running (or in uninterruptible I/O), or asleep on a timer
-    /// (`nanosleep`, `clock_nanosleep`, `pause`). A process blocked waiting for input (a
-    /// pipe, a socket, a child, a lock) acts only once something else has, which the run's
-    /// other signs show; a persistent helper such as `git cat-file --batch` waits so.
-    pub fn new_process_at_work(&self, known: &[i32]) -> bool {
+    /// Whether the run may still act on its own: a thread of any of its processes is
+    /// running, waiting for a core or in uninterruptible I/O, or a process not in `known`
+    /// is asleep on a timer (`nanosleep`, `clock_nanosleep`, `pause`). A process blocked
+    /// waiting for input (a pipe, a socket, a child, a lock) acts only once something else
+    /// has, which the run's other signs show; a persistent helper such as `git cat-file
+    /// --batch` waits so, and so does the server between requests. A thread waiting for a
+    /// core has used no CPU time yet: on a loaded host its run would look still without
+    /// this.
+    pub fn at_work(&self, known: &[i32]) -> bool {
         self.pids()
             .into_iter()
-            .filter(|pid| !known.contains(pid))
-            .any(process_at_work)
+            .any(|pid| process_at_work(pid, !known.contains(&pid)))
     }
 
     /// Whether an effect of the run is still waiting for its sensor: lab events unread in
@@ -1044,10 +1046,10 @@ fn task_cpu_ns(task: &Path) -> Option<u64> {
     Some((user + system) * 10_000_000)
 }
 
-/// Whether some thread of `pid` is running or asleep on a timer (see
-/// [`Running::new_process_at_work`]); a process that cannot be read (it has just exited)
-/// is not.
-fn process_at_work(pid: i32) -> bool {
+/// Whether some thread of `pid` is running (or runnable, or in uninterruptible I/O), or,
+/// with `timers`, asleep on a timer (see [`Running::at_work`]); a process that cannot be
+/// read (it has just exited) is not.
+fn process_at_work(pid: i32, timers: bool) -> bool {
     const TIMERS: [libc::c_long; 3] = [
         libc::SYS_nanosleep,
         libc::SYS_clock_nanosleep,
@@ -1066,7 +1068,7 @@ fn process_at_work(pid: i32) -> bool {
             Some('R' | 'D') => true,
             // A kernel that does not say which call a task sleeps in: asleep on a timer,
             // for all vac knows.
-            Some('S') => match std::fs::read_to_string(task.path().join("syscall")) {
+            Some('S') if timers => match std::fs::read_to_string(task.path().join("syscall")) {
                 Ok(call) => {
                     let number = call.split_whitespace().next().and_then(|n| n.parse().ok());
                     number.is_some_and(|n: libc::c_long| TIMERS.contains(&n))

@@ -380,3 +380,63 @@ async fn the_dialer_reaches_a_server_on_the_sandboxes_own_loopback() {
     let stopped = running.stop().unwrap();
     assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
 }
+
+const HOLD: &str = r#"
+import socket, sys
+s = socket.create_connection(('10.1.2.3', 5432), timeout=60)
+print('connected', flush=True)
+sys.stdin.readline()
+s.close()
+print('closed', flush=True)
+sys.stdin.read()
+"#;
+
+/// A connection the sinkhole is still reading keeps the network sensor pending: the
+/// program may act again once it is answered or closed, so the run is not quiet yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_still_open_at_the_sinkhole_keeps_the_sensor_pending() {
+    if !privileged("a_connection_still_open_at_the_sinkhole_keeps_the_sensor_pending") {
+        return;
+    }
+    let mut options = SinkholeOptions::default();
+    options.idle = Duration::from_secs(120);
+    let sandbox = Sandbox::builder(["python3", "-c", HOLD])
+        .sinkhole_options(options)
+        .build()
+        .unwrap();
+    let mut running = sandbox.spawn().unwrap();
+    let mut stdout = BufReader::new(running.take_stdout().unwrap());
+    let mut stdin = running.take_stdin().unwrap();
+    let mut line = String::new();
+    let mut next_line = async |line: &mut String| {
+        line.clear();
+        tokio::time::timeout(Duration::from_secs(60), stdout.read_line(line))
+            .await
+            .expect("the program reports")
+            .unwrap();
+        line.trim().to_string()
+    };
+    assert_eq!(next_line(&mut line).await, "connected");
+    let network = running.network().unwrap();
+    let target = addr("10.1.2.3:5432");
+    // Once the listener has accepted it, the connection is read until the idle timeout
+    // (two minutes here), and sent nothing: pending all along.
+    let accepted = wait_until(|| {
+        let log = network.log();
+        tcp_to(&log, target).iter().any(|t| t.accepted)
+    });
+    assert!(accepted.await, "the sinkhole accepted the connection");
+    assert!(network.pending(), "an open connection is pending");
+    stdin.write_all(b"close\n").await.unwrap();
+    assert_eq!(next_line(&mut line).await, "closed");
+    // The listener reads the close and lets the connection go.
+    assert!(
+        wait_until(|| !network.pending()).await,
+        "a closed connection is no longer pending"
+    );
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    running.wait().await;
+    let stopped = running.stop().unwrap();
+    assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
+}

@@ -197,3 +197,70 @@ async fn the_sensor_can_be_turned_off() {
     let (_, _, stopped) = run_to_end(sandbox.spawn().unwrap()).await;
     assert_eq!(stopped.processes(), None);
 }
+
+const SPIN: &str = r#"
+import sys, threading
+stop = False
+def spin():
+    while not stop:
+        pass
+print('ready', flush=True)
+sys.stdin.readline()
+worker = threading.Thread(target=spin)
+worker.start()
+print('spinning', flush=True)
+sys.stdin.readline()
+stop = True
+worker.join()
+print('idle', flush=True)
+sys.stdin.read()
+"#;
+
+/// A thread of a process the run already knew that runs (or waits for a core) is at work;
+/// the same process blocked reading its input is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_known_process_is_at_work_only_while_a_thread_of_it_runs() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    if !privileged("a_known_process_is_at_work_only_while_a_thread_of_it_runs") {
+        return;
+    }
+    let sandbox = vac_sandbox::Sandbox::builder(["python3", "-c", SPIN])
+        .build()
+        .unwrap();
+    let mut running = sandbox.spawn().unwrap();
+    let mut stdout = BufReader::new(running.take_stdout().unwrap());
+    let mut stdin = running.take_stdin().unwrap();
+    let mut line = String::new();
+    let mut next_line = async |line: &mut String| {
+        line.clear();
+        tokio::time::timeout(Duration::from_secs(60), stdout.read_line(line))
+            .await
+            .expect("the program reports")
+            .unwrap();
+        line.trim().to_string()
+    };
+    assert_eq!(next_line(&mut line).await, "ready");
+    let known = running.pids();
+    assert!(!known.is_empty());
+    assert!(
+        wait_until(|| !running.at_work(&known)).await,
+        "a process blocked reading its input is not at work"
+    );
+    stdin.write_all(b"spin\n").await.unwrap();
+    assert_eq!(next_line(&mut line).await, "spinning");
+    assert!(
+        running.at_work(&known),
+        "a spinning thread of a known process is at work"
+    );
+    stdin.write_all(b"stop\n").await.unwrap();
+    assert_eq!(next_line(&mut line).await, "idle");
+    assert!(
+        wait_until(|| !running.at_work(&known)).await,
+        "once the thread has ended the process is not at work"
+    );
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    running.wait().await;
+    let stopped = running.stop().unwrap();
+    assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
+}

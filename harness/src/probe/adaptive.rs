@@ -301,6 +301,7 @@ mod tests {
             tool: tool.into(),
             arguments: Default::default(),
             repeat_of: None,
+            judged: false,
             purpose: Purpose::Normal,
         };
         PlannedRun {

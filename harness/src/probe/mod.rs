@@ -183,7 +183,7 @@ impl ProbeOptions {
             target,
             out_dir,
             quiet: Quiet {
-                settle: Duration::from_millis(100),
+                settle: Duration::from_millis(50),
                 max: Duration::from_secs(5),
             },
             client: ClientOptions {
@@ -827,7 +827,7 @@ fn plan_probe(
 /// each tool's own run is made only if its shared run leaves it in doubt. Tools that
 /// promise not to write go first, so that a write does not leave them in doubt. There are
 /// as many shared runs as runs go at once (`jobs`), each of at least [`MIN_SHARED`] tools,
-/// in contiguous chunks of the order. A remote target has no sandbox to share (every run
+/// in contiguous chunks of the order of about equal [`cost`]. A remote target has no sandbox to share (every run
 /// is the same server), and tools no more than `jobs` gain nothing (their own runs go at
 /// once): those stay per tool.
 fn share(
@@ -848,7 +848,7 @@ fn share(
     // Stable: manifest order within each group.
     own.sort_by_key(|run| !no_write.contains(&run.tool.clone().unwrap_or_default()));
     let count = jobs.max(1).min(own.len().div_ceil(MIN_SHARED));
-    let total: usize = own.iter().map(|r| r.calls.len()).sum();
+    let total: usize = own.iter().map(|r| cost(&r.calls)).sum();
     let mut shared: Vec<PlannedRun> = Vec::new();
     let mut chunk_calls = 0;
     for run in &mut own {
@@ -879,7 +879,7 @@ fn share(
                 ..call
             }));
         first_index += run.calls.len();
-        chunk_calls += run.calls.len();
+        chunk_calls += cost(&run.calls);
         run.scope = Scope::IfDoubted;
     }
     // The own runs in the order of the blocks: a shared run's doubted tools join the
@@ -904,6 +904,18 @@ fn share(
         _ => 0,
     });
 }
+
+/// What a block of `calls` costs a shared run, in calls: each call, and each wait for
+/// quiet it makes the run do (one after the block, two around a judged repeat), which
+/// takes far longer than an answer from most servers (the settle period against a few
+/// milliseconds).
+fn cost(calls: &[PlannedCall]) -> usize {
+    let waits = 1 + 2 * calls.iter().filter(|c| c.judged).count();
+    calls.len() + WAIT_COST * waits
+}
+
+/// A wait for quiet, in calls.
+const WAIT_COST: usize = 10;
 
 /// Per-call isolation's plan: each tool's run becomes one run per call
 /// ([`plan::per_call`]), the call indices given again in plan order.
@@ -1140,4 +1152,95 @@ fn nonce() -> Result<String, ProbeError> {
 /// The clauses graded today, for reports.
 pub fn clauses() -> Vec<&'static str> {
     graded_clauses().map(|c| c.as_str()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan of one own run per tool: its name, its number of calls, and whether its
+    /// second call is a judged repeat of its first.
+    fn per_tool(tools: &[(&str, usize, bool)]) -> ProbePlan {
+        let mut first_index = 0;
+        let runs = tools
+            .iter()
+            .map(|&(tool, calls, judged)| {
+                let call = PlannedCall {
+                    tool: tool.into(),
+                    arguments: Default::default(),
+                    repeat_of: None,
+                    judged: false,
+                    purpose: Purpose::Normal,
+                };
+                let mut calls = vec![call; calls];
+                if judged {
+                    calls[1].repeat_of = Some(0);
+                    calls[1].judged = true;
+                }
+                let run = PlannedRun {
+                    role: Role::Subject,
+                    tool: Some(tool.into()),
+                    first_index,
+                    calls,
+                    scope: Scope::Own,
+                    blocks: Vec::new(),
+                };
+                first_index += run.calls.len();
+                run
+            })
+            .collect();
+        ProbePlan {
+            target: "server".into(),
+            isolation: "adaptive".into(),
+            contract: String::new(),
+            lab: plants::plant("0123456789ab", std::path::Path::new("/home/dana")).record,
+            runs,
+            not_called: Vec::new(),
+            malformed: Vec::new(),
+        }
+    }
+
+    fn shared_blocks(plan: &ProbePlan) -> Vec<Vec<&str>> {
+        plan.runs
+            .iter()
+            .filter(|r| r.scope == Scope::Shared)
+            .map(|r| r.blocks.iter().map(|b| b.tool.as_str()).collect())
+            .collect()
+    }
+
+    /// Shared runs are cut by what their blocks cost in waits for quiet as well as calls:
+    /// six tools of two calls each split three and three, but when the first two end in a
+    /// judged repeat (three waits each, against one) those two make a run of their own,
+    /// where a cut by calls alone would have given the first run eight waits and the
+    /// second three.
+    #[test]
+    fn shared_runs_share_the_waits_for_quiet_as_well_as_the_calls() {
+        let target = Target::Stdio(vec!["server".into()]);
+        let mut even = per_tool(&[
+            ("a", 2, false),
+            ("b", 2, false),
+            ("c", 2, false),
+            ("d", 2, false),
+            ("e", 2, false),
+            ("f", 2, false),
+        ]);
+        share(&mut even, &target, 2, 12, &[]);
+        assert_eq!(
+            shared_blocks(&even),
+            [vec!["a", "b", "c"], vec!["d", "e", "f"]]
+        );
+        let mut judged = per_tool(&[
+            ("a", 2, true),
+            ("b", 2, true),
+            ("c", 2, false),
+            ("d", 2, false),
+            ("e", 2, false),
+            ("f", 2, false),
+        ]);
+        share(&mut judged, &target, 2, 12, &[]);
+        assert_eq!(
+            shared_blocks(&judged),
+            [vec!["a", "b"], vec!["c", "d", "e", "f"]]
+        );
+    }
 }

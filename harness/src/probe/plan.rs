@@ -153,6 +153,13 @@ pub struct PlannedCall {
     pub arguments: Map<String, Value>,
     /// This call repeats the plan's call at this position with identical arguments.
     pub repeat_of: Option<usize>,
+    /// A repeat whose states are graded (its tool's contract restricts `idempotent`): the
+    /// run waits for quiet before it, so the state it finds holds the first call's delayed
+    /// writes, and after it, so the state it leaves is whole. A repeat made only so that
+    /// its tool is called twice needs neither wait: what either call did is its tool's,
+    /// and the block's own wait for quiet follows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judged: bool,
     /// What the call is for: the ordinary plan or a step of the protocol witness.
     pub purpose: Purpose,
 }
@@ -226,7 +233,8 @@ const MAX_REF_DEPTH: usize = 8;
 /// The calls for one tool, at most `max_calls`. With `repeat`, or when there would be only
 /// one call and the budget allows two, the second call repeats the first with identical
 /// arguments, straight after it (the `idempotent` clause's probe: no other call may change
-/// the state between the two).
+/// the state between the two); with `repeat` (the contract restricts `idempotent`) the
+/// repeat is [`PlannedCall::judged`].
 pub fn plan_tool(
     tool: &str,
     schema: &Value,
@@ -243,6 +251,7 @@ pub fn plan_tool(
         tool: tool.to_string(),
         arguments,
         repeat_of: None,
+        judged: false,
         purpose: Purpose::Normal,
     };
     let mut calls = vec![call(base.clone())];
@@ -260,6 +269,7 @@ pub fn plan_tool(
         calls.truncate(max_calls.max(2) - 1);
         let repeat = PlannedCall {
             repeat_of: Some(0),
+            judged: repeat,
             ..calls[0].clone()
         };
         calls.insert(1, repeat);
@@ -324,6 +334,7 @@ pub fn plan_witness(
             tool: tool.to_string(),
             arguments,
             repeat_of: None,
+            judged: false,
             purpose,
         }
     };
@@ -1203,13 +1214,22 @@ mod tests {
             tool: "get_config".into(),
             arguments: Map::new(),
             repeat_of: None,
+            judged: false,
             purpose: Purpose::Normal,
         };
         let again = PlannedCall {
             repeat_of: Some(0),
             ..empty.clone()
         };
-        assert_eq!(none, vec![empty.clone(), again]);
+        assert_eq!(none, vec![empty.clone(), again.clone()]);
+        // Only a repeat the contract grades (`idempotent`) is judged: its run waits for
+        // quiet around it.
+        let graded = plan_tool("get_config", &json!({"type":"object"}), &plants(), 6, true);
+        let judged = PlannedCall {
+            judged: true,
+            ..again
+        };
+        assert_eq!(graded, vec![empty.clone(), judged]);
         // A budget of one call leaves no room for the repeat.
         let one = plan_tool("get_config", &json!({"type":"object"}), &plants(), 1, false);
         assert_eq!(one, vec![empty]);
@@ -1429,6 +1449,7 @@ mod tests {
             tool: tool.into(),
             arguments: Map::new(),
             repeat_of,
+            judged: false,
             purpose,
         };
         let calls = vec![
@@ -1474,6 +1495,7 @@ mod tests {
             tool: "create".into(),
             arguments: Map::from_iter([("name".to_string(), json!("x"))]),
             repeat_of: None,
+            judged: false,
             purpose: Purpose::Setup,
         };
         let slot = retry_slot(&with_setups(&[setup], calls.clone())).unwrap();

@@ -811,7 +811,13 @@ async fn converse(
             }
         }
     }
-    let baseline = running.map_or_else(Vec::new, Running::pids);
+    let mut settler = Settler {
+        running,
+        baseline: running.map_or_else(Vec::new, Running::pids),
+        last_event,
+        quiet,
+        still: None,
+    };
     let mut listed = output.tools.as_ref().map(|t| t.raw.clone());
     let snapshot = |running: Option<&Running>| running?.upper_snapshot(MAX_SNAPSHOT);
     let mut layer = match blocks.is_empty() {
@@ -843,10 +849,12 @@ async fn converse(
         if let Some((call, revised)) = made {
             // A repeat is judged by the state it found and the state it left: the lab settles
             // before it (so the first call's delayed writes are in) and after it.
-            let repeat = call.repeat_of.is_some().then_some(running).flatten();
+            let repeat = (call.repeat_of.is_some() && call.judged)
+                .then_some(running)
+                .flatten();
             let before = match repeat {
                 Some(running) => {
-                    settle(Some(running), &baseline, last_event, quiet).await;
+                    settler.settle().await;
                     layer_now(running, watch.written)
                 }
                 None => Default::default(),
@@ -874,7 +882,7 @@ async fn converse(
                 revised,
             });
             if let Some(running) = repeat {
-                settle(Some(running), &baseline, last_event, quiet).await;
+                settler.settle().await;
                 let after = layer_now(running, watch.written);
                 let mut before = before;
                 let states = after
@@ -908,7 +916,7 @@ async fn converse(
         }
         if block_ends.contains(&offset) {
             in_block = 0;
-            let went_quiet = settle(running, &baseline, last_event, quiet).await;
+            let went_quiet = settler.settle().await;
             let t_ns = log.elapsed().as_nanos() as u64;
             let (tools, relist_failed) = match session.list_tools().await {
                 Ok(tools) if listed.as_ref() == Some(&tools.raw) => (None, None),
@@ -946,7 +954,7 @@ async fn converse(
     }
     // A run that stopped early settled after its last call already: that wait is its last.
     if !stopped {
-        let went_quiet = settle(running, &baseline, last_event, quiet).await;
+        let went_quiet = settler.settle().await;
         listening(running, &mut output.listens);
         if let Some(last) = output.calls.last().filter(|_| !blocks.is_empty()) {
             // The last block's snapshot: what was written after it is the shutdown's.
@@ -991,40 +999,56 @@ fn listening(running: Option<&Running>, seen: &mut Vec<(String, Duration)>) {
     }
 }
 
-/// Waits until the run is quiet ([`Quiet`]) or `max` has passed: delayed effects land
-/// inside the run, in the window of the call that caused them. Without a sandbox (a remote
-/// target) there is nothing to watch: one settle period. Whether the run went quiet.
-async fn settle(
-    running: Option<&Running>,
-    baseline: &[i32],
-    last_event: &AtomicU64,
+/// Waits for the run to be quiet ([`Quiet`]), one wait after another, keeping what the
+/// last wait saw: a wait that follows another with no call between them (a block's end
+/// after its repeat, the run's end after its last block) goes on from the stillness that
+/// one saw, since the run's CPU time tells whether anything ran in between.
+struct Settler<'a> {
+    running: Option<&'a Running>,
+    /// The processes of the run after its handshake: the server, which waits for input.
+    baseline: Vec<i32>,
+    last_event: &'a AtomicU64,
     quiet: Quiet,
-) -> bool {
-    let Some(running) = running else {
-        tokio::time::sleep(quiet.settle).await;
-        return true;
-    };
-    let begun = Instant::now();
-    let (mut still_since, mut cpu) = (begun, running.cpu_time());
-    loop {
-        tokio::time::sleep(QUIET_POLL).await;
-        let now = Instant::now();
-        let cpu_now = running.cpu_time();
-        let busy =
-            cpu_now != cpu || running.new_process_at_work(baseline) || running.sensors_pending();
-        cpu = cpu_now;
-        if busy {
-            still_since = now;
-        }
-        let since_start = running.started().elapsed().as_millis() as u64;
-        let lab_still =
-            Duration::from_millis(since_start.saturating_sub(last_event.load(Ordering::Relaxed)));
-        let still = now.duration_since(still_since).min(lab_still);
-        if still >= quiet.settle {
+    /// Since when the run was still at the end of the last wait, and its CPU time then.
+    still: Option<(Instant, Duration)>,
+}
+
+impl Settler<'_> {
+    /// Waits until the run is quiet or `max` has passed: delayed effects land inside the
+    /// run, in the window of the call that caused them. Without a sandbox (a remote
+    /// target) there is nothing to watch: one settle period. Whether the run went quiet.
+    async fn settle(&mut self) -> bool {
+        let Some(running) = self.running else {
+            tokio::time::sleep(self.quiet.settle).await;
             return true;
-        }
-        if now.duration_since(begun) >= quiet.max {
-            return false;
+        };
+        let begun = Instant::now();
+        let (mut still_since, mut cpu) = self
+            .still
+            .take()
+            .unwrap_or_else(|| (begun, running.cpu_time()));
+        loop {
+            tokio::time::sleep(QUIET_POLL).await;
+            let now = Instant::now();
+            let cpu_now = running.cpu_time();
+            let busy =
+                cpu_now != cpu || running.at_work(&self.baseline) || running.sensors_pending();
+            cpu = cpu_now;
+            if busy {
+                still_since = now;
+            }
+            let since_start = running.started().elapsed().as_millis() as u64;
+            let lab_still = Duration::from_millis(
+                since_start.saturating_sub(self.last_event.load(Ordering::Relaxed)),
+            );
+            let still = now.duration_since(still_since).min(lab_still);
+            if still >= self.quiet.settle {
+                self.still = Some((still_since, cpu));
+                return true;
+            }
+            if now.duration_since(begun) >= self.quiet.max {
+                return false;
+            }
         }
     }
 }

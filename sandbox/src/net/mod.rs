@@ -174,6 +174,9 @@ pub struct Sinkhole {
     capture: Arc<AsyncFd<OwnedFd>>,
     diag: netlink_sys::Socket,
     tasks: Vec<JoinHandle<()>>,
+    /// A permit for each connection a listener is reading, of `max_open`.
+    reading: Arc<tokio::sync::Semaphore>,
+    max_open: usize,
 }
 
 impl Sinkhole {
@@ -202,12 +205,15 @@ impl Sinkhole {
     }
 
     /// Whether a packet the program sent is still waiting for the sensor (in the capture's
-    /// queue or a resolver's): what the log holds now is not yet all that was sent.
+    /// queue or a resolver's), or a connection is still open and read by a listener: what
+    /// the log holds now is not yet all that was sent, and a program waiting for that
+    /// connection's answer or close acts again once the listener closes it.
     pub fn pending(&self) -> bool {
         let queued =
             |fd: std::os::fd::BorrowedFd<'_>| crate::sys::queued_bytes(fd).unwrap_or(1) > 0;
         queued(self.capture.get_ref().as_fd())
             || self.resolvers.iter().any(|socket| queued(socket.as_fd()))
+            || self.reading.available_permits() < self.max_open
     }
 
     /// What was logged so far.

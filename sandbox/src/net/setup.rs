@@ -311,5 +311,7 @@ pub(super) fn serve(
         capture,
         diag: sockets.diag,
         tasks,
+        reading: open,
+        max_open: options.max_open,
     })
 }

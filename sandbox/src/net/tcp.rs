@@ -50,8 +50,11 @@ pub(crate) async fn serve(
             continue;
         };
         let local = stream.local_addr().unwrap_or(peer);
+        // The permit before the log entry: a connection logged as accepted is one being
+        // read, for whoever asks whether the sinkhole is done ([`super::Sinkhole::pending`]).
+        let permit = Arc::clone(&open).try_acquire_owned();
         let index = log.tcp_accepted(peer, local);
-        match Arc::clone(&open).try_acquire_owned() {
+        match permit {
             Ok(permit) => {
                 let log = log.clone();
                 tokio::spawn(async move {

@@ -86,3 +86,15 @@ pub fn expected_hostname() -> String {
         false => host,
     }
 }
+
+/// Whether `condition` holds within a minute, asked every few milliseconds.
+pub async fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    false
+}
