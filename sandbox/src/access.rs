@@ -15,9 +15,8 @@
 //!
 //! [`SandboxBuilder::access_filter`]: crate::SandboxBuilder::access_filter
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -94,7 +93,9 @@ impl AccessLog {
 #[derive(Debug)]
 pub(crate) struct AccessSensor {
     group: Arc<Fanotify>,
-    stop: Arc<AtomicBool>,
+    /// The write end of the reader's stop pipe: closing it wakes the reader to drain what
+    /// is queued and end.
+    stop: Option<OwnedFd>,
     log: Arc<Mutex<AccessLog>>,
     /// Told each time the reader has added to the log.
     grew: Arc<tokio::sync::Notify>,
@@ -121,10 +122,10 @@ impl AccessSensor {
             group.mark(flags, mask, cwd.as_fd(), Some(mount.as_path()))?;
         }
         let group = Arc::new(group);
-        let stop = Arc::new(AtomicBool::new(false));
+        let (reader_stop, stop) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let log = Arc::new(Mutex::new(AccessLog::default()));
         let reader = Arc::clone(&group);
-        let (reader_stop, reader_log) = (Arc::clone(&stop), Arc::clone(&log));
+        let reader_log = Arc::clone(&log);
         let grew = Arc::new(tokio::sync::Notify::new());
         let reader_grew = Arc::clone(&grew);
         let prefix = std::fs::read_link(host_root).unwrap_or_else(|_| PathBuf::from("/"));
@@ -133,13 +134,13 @@ impl AccessSensor {
             .spawn(move || {
                 let keep = |path: &Path| path == marker || filter(path);
                 let log = (&*reader_log, &*reader_grew);
-                read_group(&reader, &prefix, started, keep, &reader_stop, log)
+                read_group(&reader, &prefix, started, keep, reader_stop, log)
             })
             .map_err(|e| io_errno(&e))?;
         Ok(AccessSensor {
             group,
             grew,
-            stop,
+            stop: Some(stop),
             log,
             thread: Some(thread),
         })
@@ -163,7 +164,7 @@ impl AccessSensor {
     /// Reads what is still queued and returns the log. Call it once the run's processes are
     /// gone: their last closes are queued by then.
     pub(crate) fn finish(&mut self) -> AccessLog {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop = None;
         if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
@@ -175,43 +176,37 @@ impl AccessSensor {
     }
 }
 
-impl Drop for AccessSensor {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
 fn io_errno(error: &std::io::Error) -> Errno {
     Errno::from_raw(error.raw_os_error().unwrap_or(Errno::EIO as i32))
 }
-
-/// How long the reader waits for events before it looks at the stop flag.
-const POLL: Duration = Duration::from_millis(20);
 
 fn read_group(
     group: &Fanotify,
     prefix: &Path,
     started: Instant,
     keep: impl Fn(&Path) -> bool,
-    stop: &AtomicBool,
+    stop: OwnedFd,
     (log, grew): (&Mutex<AccessLog>, &tokio::sync::Notify),
 ) {
     let own = std::process::id() as i32;
+    let mut stopping = false;
     loop {
-        // Once told to stop, drain what is queued (the run is gone) and end.
-        let stopping = stop.load(Ordering::SeqCst);
+        // Once told to stop (the stop pipe's write end closed: the run is gone), drain what
+        // is queued and end.
         if !stopping {
-            let mut polled = [PollFd::new(group.as_fd(), PollFlags::POLLIN)];
-            let timeout =
-                PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
-            match poll(&mut polled, timeout) {
-                Ok(0) | Err(Errno::EINTR) => continue,
+            let mut polled = [
+                PollFd::new(group.as_fd(), PollFlags::POLLIN),
+                PollFd::new(stop.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut polled, PollTimeout::NONE) {
                 Ok(_) => {}
+                Err(Errno::EINTR) => continue,
                 Err(errno) => {
                     fail(log, format!("poll the fanotify group: {errno}"));
                     return;
                 }
             }
+            stopping = polled[1].revents().is_some_and(|r| !r.is_empty());
         }
         let events = match group.read_events() {
             Ok(events) => events,

@@ -49,7 +49,7 @@ pub struct Quiet {
 }
 
 /// How often the sandbox is asked whether the run is quiet.
-const QUIET_POLL: Duration = Duration::from_millis(10);
+const QUIET_POLL: Duration = Duration::from_millis(5);
 
 /// A sensor's self-test result in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
