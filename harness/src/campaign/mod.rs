@@ -597,9 +597,10 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);
     options.max_calls_per_tool = budgets.calls_per_tool;
     options.max_tools = budgets.tools_per_server;
-    // The campaign's probes share the machine: its `jobs` probes at once, each with its
-    // share of the cores for its own runs.
-    options.jobs = (crate::probe::default_jobs() / campaign.jobs.max(1)).max(1);
+    // Each probe has the runs at once a probe alone has (one per core): a run mostly waits
+    // (for an answer, for quiet), and each has its own memory and pids limits. A share of
+    // the cores per probe left the twins' probes in `vac demo` one run at a time: one
+    // shared run of every tool, then each own run after the last.
     options.isolation = campaign.isolation;
     options.relaunch = campaign.relaunch;
     options.max_calls = budgets.calls_per_server;
