@@ -405,18 +405,8 @@ async fn a_connection_still_open_at_the_sinkhole_keeps_the_sensor_pending() {
         .build()
         .unwrap();
     let mut running = sandbox.spawn().unwrap();
-    let mut stdout = BufReader::new(running.take_stdout().unwrap());
-    let mut stdin = running.take_stdin().unwrap();
-    let mut line = String::new();
-    let mut next_line = async |line: &mut String| {
-        line.clear();
-        tokio::time::timeout(Duration::from_secs(60), stdout.read_line(line))
-            .await
-            .expect("the program reports")
-            .unwrap();
-        line.trim().to_string()
-    };
-    assert_eq!(next_line(&mut line).await, "connected");
+    let mut talk = Talk::to(&mut running);
+    assert_eq!(talk.line().await, "connected");
     let network = running.network().unwrap();
     let target = addr("10.1.2.3:5432");
     // Once the listener has accepted it, the connection is read until the idle timeout
@@ -427,16 +417,12 @@ async fn a_connection_still_open_at_the_sinkhole_keeps_the_sensor_pending() {
     });
     assert!(accepted.await, "the sinkhole accepted the connection");
     assert!(network.pending(), "an open connection is pending");
-    stdin.write_all(b"close\n").await.unwrap();
-    assert_eq!(next_line(&mut line).await, "closed");
+    talk.say("close").await;
+    assert_eq!(talk.line().await, "closed");
     // The listener reads the close and lets the connection go.
     assert!(
         wait_until(|| !network.pending()).await,
         "a closed connection is no longer pending"
     );
-    stdin.shutdown().await.unwrap();
-    drop(stdin);
-    running.wait().await;
-    let stopped = running.stop().unwrap();
-    assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
+    talk.end(running).await;
 }

@@ -220,7 +220,6 @@ sys.stdin.read()
 /// the same process blocked reading its input is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_known_process_is_at_work_only_while_a_thread_of_it_runs() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     if !privileged("a_known_process_is_at_work_only_while_a_thread_of_it_runs") {
         return;
     }
@@ -228,39 +227,25 @@ async fn a_known_process_is_at_work_only_while_a_thread_of_it_runs() {
         .build()
         .unwrap();
     let mut running = sandbox.spawn().unwrap();
-    let mut stdout = BufReader::new(running.take_stdout().unwrap());
-    let mut stdin = running.take_stdin().unwrap();
-    let mut line = String::new();
-    let mut next_line = async |line: &mut String| {
-        line.clear();
-        tokio::time::timeout(Duration::from_secs(60), stdout.read_line(line))
-            .await
-            .expect("the program reports")
-            .unwrap();
-        line.trim().to_string()
-    };
-    assert_eq!(next_line(&mut line).await, "ready");
+    let mut talk = Talk::to(&mut running);
+    assert_eq!(talk.line().await, "ready");
     let known = running.pids();
     assert!(!known.is_empty());
     assert!(
         wait_until(|| !running.at_work(&known)).await,
         "a process blocked reading its input is not at work"
     );
-    stdin.write_all(b"spin\n").await.unwrap();
-    assert_eq!(next_line(&mut line).await, "spinning");
+    talk.say("spin").await;
+    assert_eq!(talk.line().await, "spinning");
     assert!(
         running.at_work(&known),
         "a spinning thread of a known process is at work"
     );
-    stdin.write_all(b"stop\n").await.unwrap();
-    assert_eq!(next_line(&mut line).await, "idle");
+    talk.say("stop").await;
+    assert_eq!(talk.line().await, "idle");
     assert!(
         wait_until(|| !running.at_work(&known)).await,
         "once the thread has ended the process is not at work"
     );
-    stdin.shutdown().await.unwrap();
-    drop(stdin);
-    running.wait().await;
-    let stopped = running.stop().unwrap();
-    assert_eq!(stopped.termination(), Some(Termination::Exited(0)));
+    talk.end(running).await;
 }

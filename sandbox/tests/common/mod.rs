@@ -98,3 +98,57 @@ pub async fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// A program talked to by lines: what it prints is read a line at a time, what it is told
+/// goes to its stdin.
+pub struct Talk {
+    stdout: tokio::io::BufReader<tokio::net::unix::pipe::Receiver>,
+    stdin: tokio::net::unix::pipe::Sender,
+}
+
+impl Talk {
+    /// Takes the program's stdin and stdout.
+    pub fn to(running: &mut Running) -> Talk {
+        Talk {
+            stdout: tokio::io::BufReader::new(running.take_stdout().expect("its stdout")),
+            stdin: running.take_stdin().expect("its stdin"),
+        }
+    }
+
+    /// The next line the program prints, trimmed (within a minute).
+    pub async fn line(&mut self) -> String {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            self.stdout.read_line(&mut line),
+        )
+        .await
+        .expect("the program reports within a minute")
+        .expect("its stdout reads");
+        line.trim().to_string()
+    }
+
+    /// Writes `line` and a newline to the program's stdin.
+    pub async fn say(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("its stdin takes the line");
+    }
+
+    /// Closes the program's stdin, waits for its end and stops the run: it exited with 0.
+    pub async fn end(self, mut running: Running) {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = self.stdin;
+        stdin.shutdown().await.expect("its stdin closes");
+        drop(stdin);
+        running.wait().await;
+        let stopped = running.stop().expect("the run stops");
+        assert_eq!(
+            stopped.termination(),
+            Some(vac_sandbox::Termination::Exited(0))
+        );
+    }
+}
