@@ -39,10 +39,11 @@ pub(crate) enum Role {
 /// not a fixed sleep.
 #[derive(Debug, Clone, Copy)]
 pub struct Quiet {
-    /// The run is quiet once, for this long, no task of it ran (its CPU time stood still),
-    /// no process started after the handshake was running or asleep on a timer (one
-    /// blocked waiting for input may stay), no lab event arrived and no effect waited
-    /// unread in a sensor's queue.
+    /// The run is quiet once, for this long, no task of it ran (its CPU time stood still)
+    /// nor was running or waiting for a core, no process started after the handshake was
+    /// asleep on a timer (one blocked waiting for input may stay), no lab event arrived, no
+    /// effect waited unread in a sensor's queue and the sinkhole read no connection
+    /// (`Running::at_work`, `Running::sensors_pending`).
     pub settle: Duration,
     /// Never wait longer than this.
     pub max: Duration,
@@ -847,8 +848,8 @@ async fn converse(
             (call, revised)
         });
         if let Some((call, revised)) = made {
-            // A repeat is judged by the state it found and the state it left: the lab settles
-            // before it (so the first call's delayed writes are in) and after it.
+            // A judged repeat is graded by the state it found and the state it left: the lab
+            // settles before it (so the first call's delayed writes are in) and after it.
             let repeat = (call.repeat_of.is_some() && call.judged)
                 .then_some(running)
                 .flatten();
