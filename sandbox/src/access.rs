@@ -25,6 +25,8 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
 
+use crate::aside::ClosedAside;
+
 /// Which accesses a run keeps, by path in the sandbox's view.
 pub type AccessFilter = fn(&Path) -> bool;
 
@@ -92,7 +94,8 @@ impl AccessLog {
 /// The running sensor: a thread reading the group until [`AccessSensor::finish`].
 #[derive(Debug)]
 pub(crate) struct AccessSensor {
-    group: Arc<Fanotify>,
+    /// Closed aside ([`crate::aside`]): a group's close waits for a grace period.
+    group: Arc<ClosedAside<Fanotify>>,
     /// The write end of the reader's stop pipe: closing it wakes the reader to drain what
     /// is queued and end.
     stop: Option<OwnedFd>,
@@ -121,7 +124,7 @@ impl AccessSensor {
         for mount in [host_root.to_path_buf(), host_root.join("proc")] {
             group.mark(flags, mask, cwd.as_fd(), Some(mount.as_path()))?;
         }
-        let group = Arc::new(group);
+        let group = Arc::new(ClosedAside::new(group));
         let (reader_stop, stop) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let log = Arc::new(Mutex::new(AccessLog::default()));
         let reader = Arc::clone(&group);

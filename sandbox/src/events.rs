@@ -23,6 +23,8 @@ use futures_util::StreamExt;
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use tokio::sync::{Notify, mpsc};
 
+use crate::aside::ClosedAside;
+
 /// What happened to a lab path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -60,7 +62,7 @@ pub struct LabEvents {
     receiver: mpsc::Receiver<FsEvent>,
     health: Arc<Health>,
     close: Arc<Notify>,
-    queue: Arc<OwnedFd>,
+    queue: Arc<ClosedAside<OwnedFd>>,
 }
 
 #[derive(Debug, Default)]
@@ -133,12 +135,12 @@ impl LabEvents {
             }
         }
         // A second descriptor of the same queue: it tells whether events wait unread.
-        let queue = Arc::new(inotify.as_fd().try_clone_to_owned()?);
+        let queue = Arc::new(ClosedAside::new(inotify.as_fd().try_clone_to_owned()?));
         let stream = inotify.into_event_stream(vec![0u8; 64 * 1024])?;
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let close = Arc::new(Notify::new());
         tokio::spawn(pump(
-            stream,
+            ClosedAside::new(stream),
             tree,
             sender,
             Arc::clone(&health),
@@ -180,7 +182,7 @@ impl LabEvents {
     }
 
     /// The kernel's queue of this watch, for asking whether events wait unread.
-    pub(crate) fn queue(&self) -> Arc<OwnedFd> {
+    pub(crate) fn queue(&self) -> Arc<ClosedAside<OwnedFd>> {
         Arc::clone(&self.queue)
     }
 
@@ -260,8 +262,10 @@ impl WatchTree {
     }
 }
 
+/// Reads the watch until the overlay is gone or the sandbox closes the stream. The group
+/// is closed aside ([`crate::aside`]), so the end of the stream does not wait for it.
 async fn pump(
-    mut stream: inotify::EventStream<Vec<u8>>,
+    mut stream: ClosedAside<inotify::EventStream<Vec<u8>>>,
     mut tree: WatchTree,
     sender: mpsc::Sender<FsEvent>,
     health: Arc<Health>,

@@ -23,6 +23,7 @@
 //! parameters so the pieces are tested on temporary directories without root.
 
 mod access;
+mod aside;
 mod bpf;
 mod cgroup;
 mod events;

@@ -592,7 +592,7 @@ pub struct Running {
     stdout: Option<pipe::Receiver>,
     stderr: Option<pipe::Receiver>,
     events: Option<LabEvents>,
-    lab_queue: Arc<OwnedFd>,
+    lab_queue: Arc<crate::aside::ClosedAside<OwnedFd>>,
     termination: watch::Receiver<Option<Termination>>,
     wall_clock_hit: Arc<AtomicBool>,
     marker: Marker,

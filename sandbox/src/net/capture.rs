@@ -135,7 +135,11 @@ fn ipv6(packet: &[u8]) -> Option<Parsed<'_>> {
 }
 
 /// Reads the capture socket until the task is aborted.
-pub(crate) async fn serve(socket: Arc<AsyncFd<OwnedFd>>, log: Recorder, listened: Arc<[u16]>) {
+pub(crate) async fn serve(
+    socket: Arc<crate::aside::ClosedAside<AsyncFd<OwnedFd>>>,
+    log: Recorder,
+    listened: Arc<[u16]>,
+) {
     let mut buffer = vec![0u8; 65_536];
     loop {
         let Ok(mut ready) = socket.readable().await else {

@@ -171,7 +171,8 @@ pub struct Sinkhole {
     netns: PathBuf,
     listened: Arc<[u16]>,
     resolvers: Vec<Arc<UdpSocket>>,
-    capture: Arc<AsyncFd<OwnedFd>>,
+    /// Closed aside ([`crate::aside`]): a packet socket's close waits for a grace period.
+    capture: Arc<crate::aside::ClosedAside<AsyncFd<OwnedFd>>>,
     diag: netlink_sys::Socket,
     tasks: Vec<JoinHandle<()>>,
     /// A permit for each connection a listener is reading, of `max_open`.

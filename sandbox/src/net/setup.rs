@@ -266,7 +266,7 @@ pub(super) fn serve(
             e.raw_os_error().unwrap_or(libc::EIO),
         ))
     })?;
-    let capture = Arc::new(capture);
+    let capture = Arc::new(crate::aside::ClosedAside::new(capture));
     let mut tasks = vec![tokio::spawn(capture::serve(
         Arc::clone(&capture),
         log.clone(),
