@@ -290,7 +290,8 @@ pub(crate) const DERIVED_INTENT: &str = "derived from annotations and intent";
 
 /// Audits one server: control run, contract and plan pre-registered, subject runs, each
 /// recorded as it ends; then the verdicts graded from the receipts just written, recorded,
-/// and the log sealed. The report is graded from the sealed receipts, as `vac report` does.
+/// and the log sealed. The report is that grading, with the sealed chain's verified head:
+/// what `vac report` gives from the sealed receipts.
 pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     // A bad contract is reported before anything runs.
     let document = match &options.contract {
@@ -441,10 +442,10 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         }
     }
     // One grading path: the verdicts come from the receipts as written, never from memory.
-    // The records read for grading are dropped before the report reads them again.
-    {
+    // The records read for grading are dropped once graded.
+    let mut graded = {
         let recorded = replay::read(dir)?;
-        let graded = replay::grade(&recorded, dir, String::new())?;
+        let graded = replay::grade(&recorded, &replay::canonical(dir), String::new())?;
         if let (Some(grades), Some(last)) = (&graded.grades, recorded.runs.last()) {
             recorder
                 .verdicts(&last.id, grades, &graded.contract, &graded.isolation)
@@ -453,9 +454,14 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
                 .profile(&last.id, &graded.profile)
                 .map_err(receipts)?;
         }
-    }
+        graded
+    };
     recorder.seal().map_err(receipts)?;
-    Ok(replay::report(dir)?)
+    // The report is that grading, as `vac report` gives it: what the seal added after it
+    // (the verdict and profile records made from it, the seal) is nothing grading reads.
+    // Its head is the sealed chain's, verified from the directory.
+    graded.head = replay::verified_head(dir)?;
+    Ok(graded)
 }
 
 /// What the subject runs of one probe are made from.

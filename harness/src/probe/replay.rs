@@ -635,7 +635,7 @@ fn difference(want: &vac_receipts::Verdict, found: &vac_receipts::Verdict) -> St
     )
 }
 
-fn verified_head(dir: &Path) -> Result<String, ReplayError> {
+pub(crate) fn verified_head(dir: &Path) -> Result<String, ReplayError> {
     let verified =
         vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|source| {
             ReplayError::Broken {
