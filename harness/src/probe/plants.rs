@@ -107,9 +107,10 @@ fn repository() -> Option<&'static [RepoFile]> {
 type RepoFile = (PathBuf, Vec<u8>, u32);
 
 fn make_repository() -> Option<Vec<RepoFile>> {
+    use std::io::Write;
     let dir = tempfile::tempdir().ok()?;
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
+    let git = |args: &[&str], input: Option<&[u8]>| {
+        let mut child = std::process::Command::new("git")
             .args(args)
             .current_dir(dir.path())
             .env_clear()
@@ -117,24 +118,32 @@ fn make_repository() -> Option<Vec<RepoFile>> {
             .env("HOME", dir.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Dana Lee")
-            .env("GIT_AUTHOR_EMAIL", "dana@example.org")
+            // The reflogs' entries are the committer's, at the commits' time.
             .env("GIT_COMMITTER_NAME", "Dana Lee")
             .env("GIT_COMMITTER_EMAIL", "dana@example.org")
-            .env("GIT_AUTHOR_DATE", "2026-01-05T10:00:00Z")
             .env("GIT_COMMITTER_DATE", "2026-01-05T10:00:00Z")
-            .output()
-            .ok()
-            .filter(|out| out.status.success())
+            .stdin(match input {
+                Some(_) => std::process::Stdio::piped(),
+                None => std::process::Stdio::null(),
+            })
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(input).ok()?;
+        }
+        child.wait().ok().filter(|status| status.success())
     };
-    git(&["init", "--quiet", "--initial-branch=main", "--template="])?;
-    for (file, content, message) in COMMITS {
-        let path = dir.path().join(file);
-        std::fs::create_dir_all(path.parent()?).ok()?;
-        std::fs::write(&path, content).ok()?;
-        git(&["add", file])?;
-        git(&["commit", "--quiet", "--no-gpg-sign", "-m", message])?;
-    }
+    // Three processes, not one per step: the commits are one fast-import stream, and the
+    // index and work tree are read from the last. The commits are the bytes `git commit`
+    // made of the same files, names, dates and messages, so their ids are too.
+    git(
+        &["init", "--quiet", "--initial-branch=main", "--template="],
+        None,
+    )?;
+    git(&["fast-import", "--quiet"], Some(&fast_import(&COMMITS)))?;
+    git(&["read-tree", "--reset", "-u", "HEAD"], None)?;
     let mut files = Vec::new();
     let mut dirs = vec![dir.path().to_path_buf()];
     while let Some(next) = dirs.pop() {
@@ -152,6 +161,26 @@ fn make_repository() -> Option<Vec<RepoFile>> {
     }
     files.sort();
     Some(files)
+}
+
+/// `commits` (file, content, message) as a `git fast-import` stream onto `main`, each by the
+/// repository's author at its fixed time (2026-01-05T10:00:00Z).
+fn fast_import(commits: &[(&str, &str, &str)]) -> Vec<u8> {
+    const WHO: &str = "Dana Lee <dana@example.org> 1767607200 +0000";
+    let mut stream = Vec::new();
+    for (file, content, message) in commits {
+        let message = format!("{message}\n");
+        stream.extend_from_slice(
+            format!(
+                "commit refs/heads/main\nauthor {WHO}\ncommitter {WHO}\ndata {}\n{message}\n\
+                 M 100644 inline {file}\ndata {}\n{content}\n",
+                message.len(),
+                content.len()
+            )
+            .as_bytes(),
+        );
+    }
+    stream
 }
 
 /// One planted secret.
@@ -460,7 +489,8 @@ mod tests {
             .find(|(p, _, _)| p == Path::new(".git/refs/heads/main"))
             .map(|(_, bytes, _)| String::from_utf8_lossy(bytes).trim().to_string())
             .expect("a main branch");
-        assert_eq!(head.len(), 40, "{head}");
+        // The commit ids `git commit` made of these files, names, dates and messages.
+        assert_eq!(head, "6d7d88b16fae8f6b52b8cdce62576f3b54ec92d9");
         assert!(
             files
                 .iter()
