@@ -758,3 +758,77 @@ fn vac_blocked_past_its_budget_is_ended_by_the_watchdog_with_exit_five() {
         printed.len()
     );
 }
+
+/// The dishonest twin's second shared run ends first (the first waits for `index_notes`'
+/// delayed write) and leaves `search_docs` in doubt: its own run starts then, while the
+/// first shared run goes on, and the receipts still hold every run in plan order — the
+/// control run, the shared runs, the own runs in the order of their blocks, the relaunch.
+#[test]
+fn runs_that_end_early_are_recorded_in_plan_order_all_the_same() {
+    if !privileged("runs_that_end_early_are_recorded_in_plan_order_all_the_same") {
+        return;
+    }
+    let probe = audit("dishonest");
+    let text = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).expect("receipts");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a receipt record"))
+        .collect();
+    let plan = records
+        .iter()
+        .find_map(|r| (r["kind"] == "plan").then(|| r["body"]["plan"].clone()))
+        .expect("a plan");
+    let planned = plan["runs"].as_array().expect("the plan's runs");
+    // Each recorded run, as (role, tool, first call index), in the order of the receipts.
+    let recorded: Vec<(String, Value, Value)> = records
+        .iter()
+        .filter(|r| r["kind"] == "sandbox_config")
+        .map(|r| {
+            let role = records
+                .iter()
+                .find(|s| s["kind"] == "run_start" && s["body"]["run_id"] == r["body"]["run_id"])
+                .map(|s| s["body"]["role"].as_str().unwrap().to_owned())
+                .expect("a run start");
+            let config = &r["body"]["config"];
+            (
+                role,
+                config["tool"].clone(),
+                config["run"]["first_index"].clone(),
+            )
+        })
+        .collect();
+    // Its place in the plan: the planned run of its role, tool and first call.
+    let places: Vec<usize> = recorded
+        .iter()
+        .map(|(role, tool, first)| {
+            planned
+                .iter()
+                .position(|r| {
+                    r["role"] == role.as_str()
+                        && (role != "subject" || (r["tool"] == *tool && r["first_index"] == *first))
+                })
+                .unwrap_or_else(|| panic!("{role} {tool} {first} is not in the plan"))
+        })
+        .collect();
+    assert!(
+        places.windows(2).all(|w| w[0] < w[1]),
+        "runs recorded out of plan order: {recorded:?} at {places:?}"
+    );
+    // An own run of a tool of the second shared run is among them: the early start.
+    let second: Vec<&Value> = planned
+        .iter()
+        .filter(|r| r["scope"] == "shared")
+        .nth(1)
+        .expect("two shared runs")["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["tool"])
+        .collect();
+    assert!(
+        recorded
+            .iter()
+            .any(|(role, tool, _)| role == "subject" && second.contains(&tool)),
+        "no own run of the second shared run's tools: {recorded:?}"
+    );
+}

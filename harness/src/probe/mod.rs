@@ -229,6 +229,11 @@ pub enum ProbeError {
     Contract(#[from] vac_contracts::CompileError),
     #[error("grading the receipts failed")]
     Replay(#[from] ReplayError),
+    #[error("cannot make a scratch log to assess a shared run in")]
+    Scratch {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the system's random number generator failed: {0}")]
     Nonce(String),
     #[error(transparent)]
@@ -328,12 +333,15 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         dir: dir.to_path_buf(),
         source,
     };
-    let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
     // A credential's value, and its token alone (`Bearer <token>`): a server may echo either.
-    recorder.redact(options.client.headers.iter().flat_map(|h| {
-        let token = h.value.split_once(' ').map(|(_, token)| token.trim());
-        std::iter::once(h.value.as_str()).chain(token)
-    }));
+    let secrets = || {
+        options.client.headers.iter().flat_map(|h| {
+            let token = h.value.split_once(' ').map(|(_, token)| token.trim());
+            std::iter::once(h.value.as_str()).chain(token)
+        })
+    };
+    let mut recorder = Recorder::create(dir, &config, options.seed).map_err(receipts)?;
+    recorder.redact(secrets());
 
     let server = server(&options, &planted)?;
     let run_config = |calls: &[PlannedCall], first_index: usize| {
@@ -399,9 +407,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     );
     recorder.plan(&plan).map_err(receipts)?;
 
-    // The subject runs are independent sandboxes: up to `jobs` at once, each recorded in
-    // plan order as it comes back, after the control run. Adaptive isolation's own runs
-    // wait for the shared run, whose receipts say which tools they are needed for.
+    // The subject runs are independent sandboxes: up to `jobs` at once, recorded in plan
+    // order after the control run. Adaptive isolation's own runs wait for their shared
+    // run, whose records say which tools they are needed for.
     let mut record = |planned: Option<&PlannedRun>, output: &RunOutput| {
         let config = match planned {
             Some(planned) => run_config(&planned.calls, planned.first_index),
@@ -419,7 +427,33 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         content: &content,
         plan: &plan,
         options: &options,
-        dir,
+    };
+    // A shared run's doubts as the receipts will hold them: the control run's records and
+    // its own, written by the same recorder to a log of their own and read back by the
+    // same code that grades the receipts. So its tools' own runs start as soon as it ends,
+    // while a shared run before it in the plan goes on, and the receipts keep plan order.
+    let assess = |planned: &PlannedRun, control: &RunOutput, shared: &RunOutput| {
+        let scratch = tempfile::Builder::new()
+            .prefix("vac-assess-")
+            .tempdir()
+            .map_err(|source| ProbeError::Scratch { source })?;
+        let scratch_error = |source| ProbeError::Receipts {
+            dir: scratch.path().to_path_buf(),
+            source,
+        };
+        let mut log =
+            Recorder::create(scratch.path(), &config, options.seed).map_err(scratch_error)?;
+        log.redact(secrets());
+        log.run(control, &target, run_config(&[], 0))
+            .map_err(scratch_error)?;
+        log.run(
+            shared,
+            &target,
+            run_config(&planned.calls, planned.first_index),
+        )
+        .map_err(scratch_error)?;
+        drop(log);
+        doubted(&plan, scratch.path(), planned)
     };
     // The relaunches start as soon as the control run ends, beside the subject runs; they
     // are recorded after them, in plan order.
@@ -435,7 +469,15 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             chain = Some(relaunch(relaunches.clone(), &options, &planted, control));
         }
     };
-    subject_runs(runs, first, control, &mut record, &mut after_control).await?;
+    subject_runs(
+        runs,
+        first,
+        control,
+        &mut record,
+        &mut after_control,
+        &assess,
+    )
+    .await?;
     if let Some(chain) = chain {
         for (planned, output) in chain.join().await? {
             record(Some(&planned), &output)?;
@@ -471,28 +513,30 @@ struct Runs<'a> {
     content: &'a std::sync::Arc<effects::ContentBudget>,
     plan: &'a ProbePlan,
     options: &'a ProbeOptions,
-    /// The receipts, which say what a shared run left in doubt.
-    dir: &'a std::path::Path,
 }
 
 /// Executes `first` up to `options.jobs` at once, each a task of its own (one run's
-/// blocking teardown does not stall another's conversation), and records each as it comes
-/// back, in the order given; `control`, still finishing beside them, is recorded first.
-/// Once a shared run is recorded, the own runs of the tools it left in doubt join the
-/// queue: they start while later shared runs go on.
+/// blocking teardown does not stall another's conversation), and records them in plan
+/// order, each once every run before it is recorded; `control`, still finishing beside
+/// them, is recorded first. A shared run is assessed as soon as it ends (`assess`: its
+/// records as the receipts will hold them, read back), and the own runs of the tools it
+/// left in doubt join the queue then: they start while earlier shared runs go on, and are
+/// recorded after every shared run, in plan order. At most `jobs` runs go at once; a run
+/// that ended waits, its output held, for its turn to be recorded.
 async fn subject_runs(
     runs: Runs<'_>,
     first: Vec<&PlannedRun>,
     control: AbortOnDrop<Result<RunOutput, vac_sandbox::SandboxError>>,
     record: &mut impl FnMut(Option<&PlannedRun>, &RunOutput) -> Result<(), ProbeError>,
     after_control: &mut impl FnMut(&RunOutput),
+    assess: &impl Fn(&PlannedRun, &RunOutput, &RunOutput) -> Result<Vec<String>, ProbeError>,
 ) -> Result<(), ProbeError> {
+    use futures_util::StreamExt;
     let Runs {
         server,
         content,
         plan,
         options,
-        dir,
     } = runs;
     let start = |planned: &PlannedRun| {
         let server = std::sync::Arc::clone(server);
@@ -515,36 +559,73 @@ async fn subject_runs(
             run::execute(&server, plan).await
         }))
     };
-    // Started runs, the oldest first: a run's task starts when it is spawned, so the runs
-    // go on while an earlier one (or the control run) is awaited. At most `jobs` are held,
-    // running or done and waiting to be recorded.
+    // A run's place in the plan: the order the receipts keep (the plan lists the shared
+    // runs before the own runs, and those in the order of the blocks).
+    let place = |planned: &PlannedRun| {
+        plan.runs
+            .iter()
+            .position(|r| std::ptr::eq(r, planned))
+            .expect("a run of the plan")
+    };
     let mut queue: std::collections::VecDeque<&PlannedRun> = first.into();
-    let mut started = std::collections::VecDeque::new();
+    // Started and not yet recorded, by place: running (`None`) or ended.
+    let mut pending: std::collections::BTreeMap<usize, (&PlannedRun, Option<RunOutput>)> =
+        Default::default();
+    let mut running = futures_util::stream::FuturesUnordered::new();
     let mut control = Some(control);
+    let mut control_output: Option<RunOutput> = None;
     loop {
-        while started.len() < options.jobs.max(1) {
+        let jobs = options.jobs.max(1);
+        while running.len() < jobs && pending.len() < HELD * jobs {
             let Some(planned) = queue.pop_front() else {
                 break;
             };
-            started.push_back((planned, start(planned)));
+            let task = start(planned);
+            let at = place(planned);
+            pending.insert(at, (planned, None));
+            running.push(async move { (at, task.join().await) });
         }
         if let Some(control) = control.take() {
             let output = control.join().await?;
             record(None, &output)?;
             after_control(&output);
+            control_output = Some(output);
         }
-        let Some((planned, task)) = started.pop_front() else {
+        let Some((at, output)) = running.next().await else {
             return Ok(());
         };
-        record(Some(planned), &task.join().await?)?;
+        let output = output?;
+        let (planned, _) = pending[&at];
         if planned.scope == Scope::Shared {
-            let doubted = doubted(plan, dir, planned)?;
+            let control = control_output
+                .as_ref()
+                .expect("the control run is recorded first");
+            let doubted = assess(planned, control, &output)?;
             queue.extend(plan.runs.iter().filter(|r| {
                 r.scope == Scope::IfDoubted && r.tool.as_ref().is_some_and(|t| doubted.contains(t))
             }));
+            queue.make_contiguous().sort_by_key(|r| place(r));
+        }
+        pending.insert(at, (planned, Some(output)));
+        // Every run before the first still pending is recorded, and no run can come before
+        // it: a shared run adds its own runs before it is recorded, after every shared run.
+        while let Some(entry) = pending.first_entry() {
+            let (planned, Some(output)) = entry.get() else {
+                break;
+            };
+            if queue.front().is_some_and(|next| place(next) < *entry.key()) {
+                break;
+            }
+            record(Some(planned), output)?;
+            entry.remove();
         }
     }
 }
+
+/// Runs started and not yet recorded, running or ended, at most, in `jobs`: a run that
+/// ended early waits for its turn to be recorded with its output held, and a slow run ahead
+/// of it in the plan stops new runs from starting only once this many wait.
+const HELD: usize = 2;
 
 /// Starts the server again for each planned relaunch, no tool called, on the lab as the
 /// launches before left it: the control's files in the lab, then each relaunch's, planted
@@ -603,24 +684,15 @@ fn carry(
     }
 }
 
-/// The tools the recorded shared run `shared` leaves in doubt, read from the receipts it
-/// was recorded in: what their own runs are made for.
+/// The tools the shared run `shared` leaves in doubt, read from a log that holds the
+/// control run and it, in that order ([`probe`]'s scratch log): what their own runs are
+/// made for.
 fn doubted(
     plan: &ProbePlan,
     dir: &std::path::Path,
     shared: &PlannedRun,
 ) -> Result<Vec<String>, ProbeError> {
-    // The log holds the control run, then the shared runs in plan order: only the control
-    // and this one are read back.
-    let place = 1 + plan
-        .runs
-        .iter()
-        .filter(|r| r.scope == Scope::Shared)
-        .position(|r| r.first_index == shared.first_index)
-        .expect("a shared run of the plan");
-    let recorded = replay::read_runs(dir, |at, start| {
-        at == place || start.role == vac_receipts::Role::Control
-    })?;
+    let recorded = replay::read(dir)?;
     let control = recorded.runs.iter().find(|r| r.role == Role::Control);
     let run = recorded.runs.iter().find(|r| r.role == Role::Subject);
     let (Some(control), Some(run)) = (control, run) else {
@@ -888,8 +960,8 @@ fn share(
         chunk_calls += cost(&run.calls);
         run.scope = Scope::IfDoubted;
     }
-    // The own runs in the order of the blocks: a shared run's doubted tools join the
-    // queue as it is recorded, so the receipts keep plan order.
+    // The own runs in the order of the blocks: the order they are recorded in, after
+    // every shared run, whichever shared run ends first.
     let order: Vec<String> = shared
         .iter()
         .flat_map(|run| run.blocks.iter().map(|b| b.tool.clone()))

@@ -103,29 +103,15 @@ pub struct NoiseSeen {
 /// Reads a receipt log (verified or not: the caller decides) into [`Recorded`], all but
 /// its verdict records: what grading reads.
 pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
-    read_log(dir, |_, _| true, false)
+    read_log(dir, false)
 }
 
 /// Like [`read`], with the verdict records: what checking them against a regrading reads.
 fn read_with_verdicts(dir: &Path) -> Result<Recorded, ReplayError> {
-    read_log(dir, |_, _| true, true)
+    read_log(dir, true)
 }
 
-/// Like [`read`], but only the runs `keep` chooses by their place among the log's runs
-/// (0 is the first) and their start record are read; the others' records are passed over
-/// unread, so reading back one run of a large log costs that run.
-pub(crate) fn read_runs(
-    dir: &Path,
-    keep: impl Fn(usize, &vac_receipts::RunStart) -> bool,
-) -> Result<Recorded, ReplayError> {
-    read_log(dir, keep, false)
-}
-
-fn read_log(
-    dir: &Path,
-    keep: impl Fn(usize, &vac_receipts::RunStart) -> bool,
-    verdicts: bool,
-) -> Result<Recorded, ReplayError> {
+fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
     let failed = |source| ReplayError::Read {
         dir: dir.to_path_buf(),
         source,
@@ -134,25 +120,11 @@ fn read_log(
     let mut recorded = Recorded::default();
     let mut open: Option<RunBuilder> = None;
     let mut manifests = Manifests::new();
-    let (mut runs, mut skipping) = (0, None::<String>);
     for entry in log.entries().map_err(failed)? {
         let record = entry.map_err(failed)?.record;
         let seq = record.seq;
-        if let Some(run) = &skipping
-            && run_of(&record.body) == Some(run.as_str())
-        {
-            if matches!(record.body, Body::RunEnd(_)) {
-                skipping = None;
-            }
-            continue;
-        }
         match record.body {
-            Body::RunStart(start) if !keep(runs, &start) => {
-                runs += 1;
-                skipping = Some(start.run_id);
-            }
             Body::RunStart(start) => {
-                runs += 1;
                 recorded.target.get_or_insert(start.target);
                 let role = match start.role {
                     vac_receipts::Role::Control => Role::Control,
@@ -278,18 +250,6 @@ fn read_log(
         }
     }
     Ok(recorded)
-}
-
-/// The run a record belongs to, for the records of a run.
-fn run_of(body: &Body) -> Option<&str> {
-    match body {
-        Body::SandboxConfig(config) => Some(&config.run_id),
-        Body::Frame(frame) => Some(&frame.run_id),
-        Body::Event(event) => Some(&event.run_id),
-        Body::SelfTest(test) => Some(&test.run_id),
-        Body::RunEnd(end) => Some(&end.run_id),
-        _ => None,
-    }
 }
 
 /// Grades what the receipts hold. `receipts` and `head` are what the report names.
