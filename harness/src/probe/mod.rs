@@ -433,9 +433,11 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     // same code that grades the receipts. So its tools' own runs start as soon as it ends,
     // while a shared run before it in the plan goes on, and the receipts keep plan order.
     let assess = |planned: &PlannedRun, control: &RunOutput, shared: &RunOutput| {
+        // Beside the receipts, not in the host's /tmp: were vac ended before it is
+        // removed, what is left is in the directory the caller gave.
         let scratch = tempfile::Builder::new()
-            .prefix("vac-assess-")
-            .tempdir()
+            .prefix(".assess-")
+            .tempdir_in(dir)
             .map_err(|source| ProbeError::Scratch { source })?;
         let scratch_error = |source| ProbeError::Receipts {
             dir: scratch.path().to_path_buf(),
