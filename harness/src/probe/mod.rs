@@ -578,10 +578,19 @@ async fn subject_runs(
     let mut control_output: Option<RunOutput> = None;
     loop {
         let jobs = options.jobs.max(1);
-        while running.len() < jobs && pending.len() < HELD * jobs {
-            let Some(planned) = queue.pop_front() else {
+        while running.len() < jobs {
+            let Some(&planned) = queue.front() else {
                 break;
             };
+            // Past the bound on waiting runs, only a run ahead of every one of them starts:
+            // they wait for it to be recorded.
+            let ahead = pending
+                .first_key_value()
+                .is_none_or(|(first, _)| place(planned) < *first);
+            if pending.len() >= HELD * jobs && !ahead {
+                break;
+            }
+            queue.pop_front();
             let task = start(planned);
             let at = place(planned);
             pending.insert(at, (planned, None));
@@ -593,7 +602,10 @@ async fn subject_runs(
             after_control(&output);
             control_output = Some(output);
         }
+        // Nothing runs: so nothing waits either (a run ahead of every waiting one would
+        // have started), and every run is recorded.
         let Some((at, output)) = running.next().await else {
+            debug_assert!(queue.is_empty() && pending.is_empty());
             return Ok(());
         };
         let output = output?;
@@ -626,7 +638,8 @@ async fn subject_runs(
 
 /// Runs started and not yet recorded, running or ended, at most, in `jobs`: a run that
 /// ended early waits for its turn to be recorded with its output held, and a slow run ahead
-/// of it in the plan stops new runs from starting only once this many wait.
+/// of it in the plan stops new runs from starting once this many wait (but one ahead of
+/// all of them).
 const HELD: usize = 2;
 
 /// Starts the server again for each planned relaunch, no tool called, on the lab as the
