@@ -417,17 +417,16 @@ impl ProbeReader {
                 });
             }
             Body::Effect(effect) if effect.sensor == "profile" => {
+                let line = vac_contracts::evidence::ProfileLine::read(&effect.detail);
+                let (tool, distinct) = line.map_or((String::new(), 0), |l| (l.tool, l.distinct));
                 self.rows.profile.push(ProfileRow {
                     probe,
                     run_id: self.run_ids(&effect.run_id).0,
                     seq,
-                    tool: effect.detail["tool"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
+                    tool,
                     kind: effect.class,
                     target: effect.target,
-                    distinct: effect.detail["distinct"].as_u64().unwrap_or(0),
+                    distinct,
                 });
             }
             Body::Seal(_) | Body::Plan(_) | Body::Effect(_) => {}

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::{Evidence, Failure, SelfTestEvidence};
 use crate::verdict::{ErrorKind, SkipReason};
 
 /// Everything the grader needs to know about the runs of one server.
@@ -61,6 +62,7 @@ pub struct Call {
 
 /// One observed effect.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawEffect")]
 pub struct Effect {
     /// What happened.
     pub class: EffectClass,
@@ -73,11 +75,35 @@ pub struct Effect {
     pub path: String,
     /// Which call the effect belongs to.
     pub attribution: Attribution,
-    /// Evidence: bytes excerpt, hashes, sizes, as the harness recorded them.
-    #[serde(default)]
-    pub detail: serde_json::Value,
+    /// Evidence: what the sensor recorded of it, typed by kind.
+    pub detail: Evidence,
     /// Whether `path` existed before the call (in the lower layer or earlier in the run).
     pub existed_before: bool,
+}
+
+/// An effect as JSON holds it: its evidence is read by its class.
+#[derive(Deserialize)]
+struct RawEffect {
+    class: EffectClass,
+    path: String,
+    attribution: Attribution,
+    #[serde(default)]
+    detail: serde_json::Value,
+    existed_before: bool,
+}
+
+impl TryFrom<RawEffect> for Effect {
+    type Error = serde_json::Error;
+
+    fn try_from(raw: RawEffect) -> Result<Effect, serde_json::Error> {
+        Ok(Effect {
+            detail: Evidence::parse(raw.class, raw.detail)?,
+            class: raw.class,
+            path: raw.path,
+            attribution: raw.attribution,
+            existed_before: raw.existed_before,
+        })
+    }
 }
 
 /// The kind of an observed effect, and the sensor that sees it.
@@ -230,9 +256,9 @@ pub struct SensorStatus {
     /// What the self-test found.
     #[serde(flatten)]
     pub status: SensorState,
-    /// What the self-test did and saw (marker path, nonce host), as evidence of liveness.
+    /// What the self-test did and saw, as evidence of liveness.
     #[serde(default)]
-    pub detail: serde_json::Value,
+    pub detail: SelfTestEvidence,
     /// The tool whose calls the self-test belongs to (the protocol witness is per tool);
     /// `None` for a self-test that covers every tool of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,7 +293,7 @@ pub struct RunError {
     pub tool: Option<String>,
     /// What failed.
     pub kind: ErrorKind,
-    /// Evidence: exit status, stderr excerpt, the offending frame.
+    /// Evidence: the run and what happened, or the malformed entry.
     #[serde(default)]
-    pub detail: serde_json::Value,
+    pub detail: Failure,
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::clause::Clause;
+use crate::evidence::Evidence;
 use crate::observation::{Call, Effect, EffectClass, SensorStatus};
 
 /// The verdict of one tool × clause cell.
@@ -256,9 +257,12 @@ impl Cell {
 /// One effect in a sentence: its verb and what it concerns. A change of a server's
 /// prompt or resource names that entry (`changed the listing of prompt summarize`).
 fn described(effect: &Effect) -> String {
-    match effect.detail.get("entry").and_then(Value::as_str) {
-        Some(entry) if effect.class == EffectClass::ManifestChanged => {
-            format!("changed the listing of {entry}")
+    match &effect.detail {
+        Evidence::Drift(drift) if effect.class == EffectClass::ManifestChanged => {
+            match &drift.entry {
+                Some(entry) => format!("changed the listing of {entry}"),
+                None => format!("{} {}", class_verb(effect.class), effect.path),
+            }
         }
         _ => format!("{} {}", class_verb(effect.class), effect.path),
     }

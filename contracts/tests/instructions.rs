@@ -34,7 +34,8 @@ fn instructions_are_found_in_every_language_and_look_alikes_are_not() {
         let found: Vec<String> = findings
             .iter()
             .flat_map(|f| {
-                f.to_json()["signals"]
+                serde_json::to_value(f.evidence().signals)
+                    .unwrap()
                     .as_array()
                     .cloned()
                     .unwrap_or_default()

@@ -10,7 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::evidence::FieldChange;
+use crate::evidence::{Between, DriftChange, DriftSeen, Origin};
 
 use super::excerpt;
 
@@ -39,28 +42,34 @@ pub enum DriftKind {
     },
 }
 
-/// One leaf of a tool's entry that differs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldChange {
-    /// Pointer inside the tool's entry: `/description`, `/annotations/readOnlyHint`.
-    pub field: String,
-    /// Excerpts: a string that stayed a string as text, from a little before where it
-    /// starts to differ; anything else as JSON text. `None` where absent on that side.
-    pub before: Option<String>,
-    pub after: Option<String>,
-}
-
 impl Drift {
-    pub fn to_json(&self) -> Value {
-        match &self.kind {
-            DriftKind::Added => json!({"tool": self.tool, "change": "added"}),
-            DriftKind::Removed => json!({"tool": self.tool, "change": "removed"}),
-            DriftKind::Changed { changes, more } => json!({
-                "tool": self.tool,
-                "change": "changed",
-                "fields": changes.iter().map(|c| json!({"field": c.field, "before": c.before, "after": c.after})).collect::<Vec<_>>(),
-                "more": more,
-            }),
+    /// How the entry changed.
+    pub fn change(&self) -> DriftChange {
+        match self.kind {
+            DriftKind::Added => DriftChange::Added,
+            DriftKind::Removed => DriftChange::Removed,
+            DriftKind::Changed { .. } => DriftChange::Changed,
+        }
+    }
+
+    /// The drift as evidence, seen `between` two listings of a run whose server sent
+    /// `notifications` list_changed; the caller adds the run and where it was seen.
+    pub fn evidence(&self, between: Between, notifications: u64) -> DriftSeen {
+        let (fields, more) = match &self.kind {
+            DriftKind::Changed { changes, more } => (Some(changes.clone()), Some(*more)),
+            DriftKind::Added | DriftKind::Removed => (None, None),
+        };
+        DriftSeen {
+            origin: Origin::default(),
+            tool: self.tool.clone(),
+            change: self.change(),
+            fields,
+            more,
+            between,
+            after_call: None,
+            notifications,
+            entry: None,
+            relaunch: None,
         }
     }
 }
@@ -213,6 +222,7 @@ fn around_difference(old: &str, new: &str) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn tool(name: &str, description: &str, read_only: bool) -> Value {
         json!({
@@ -246,7 +256,14 @@ mod tests {
         let drift = manifest_drift(&reviewed, &later);
         let summary: Vec<(&str, Value)> = drift
             .iter()
-            .map(|d| (d.tool.as_str(), d.to_json()))
+            .map(|d| {
+                let seen = d.evidence(Between::WithinSession, 0);
+                let mut value = serde_json::to_value(seen).unwrap();
+                for key in ["between", "notifications"] {
+                    value.as_object_mut().unwrap().remove(key);
+                }
+                (d.tool.as_str(), value)
+            })
             .collect();
         assert_eq!(summary.len(), 3, "{summary:?}");
         assert_eq!(summary[0].0, "flip");

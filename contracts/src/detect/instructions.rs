@@ -40,11 +40,12 @@
 //! `chat_marker` and needs only one more signal. Findings are evidence for a reviewer, not
 //! proof of intent.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::phrases::signals;
 use super::secrets::is_zero_width;
 use super::{Segment, excerpt, segments, tag_text};
+use crate::evidence::{InstructionsShown, Shown, SignalHit};
 
 /// A string scoring this much is instruction-like.
 pub const THRESHOLD: u32 = 3;
@@ -116,15 +117,25 @@ pub struct InstructionFinding {
 }
 
 impl InstructionFinding {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "pointer": self.pointer,
-            "score": self.score,
-            "threshold": THRESHOLD,
-            "signals": self.hits.iter().map(|h| json!({"signal": h.signal.as_str(), "weight": h.signal.weight(), "matched": h.matched})).collect::<Vec<_>>(),
-            "excerpt": self.excerpt,
-            "hidden": self.hidden,
-        })
+    /// The finding as evidence; the caller says where it was shown.
+    pub fn evidence(&self) -> InstructionsShown {
+        InstructionsShown {
+            shown: Shown::default(),
+            pointer: self.pointer.clone(),
+            score: self.score,
+            threshold: THRESHOLD,
+            signals: self
+                .hits
+                .iter()
+                .map(|h| SignalHit {
+                    signal: h.signal.as_str().to_owned(),
+                    weight: h.signal.weight(),
+                    matched: h.matched.clone(),
+                })
+                .collect(),
+            excerpt: self.excerpt.clone(),
+            hidden: self.hidden.clone(),
+        }
     }
 }
 
@@ -219,6 +230,7 @@ fn normalise(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn text_result(text: &str) -> Value {
         json!({"content": [{"type": "text", "text": text}]})
@@ -357,9 +369,9 @@ mod tests {
         let findings = instructions_in_result(&result);
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].pointer, "/structuredContent/hint");
-        let detail = findings[0].to_json();
-        assert_eq!(detail["threshold"], THRESHOLD);
-        assert_eq!(detail["signals"][0]["weight"], 3);
+        let detail = findings[0].evidence();
+        assert_eq!(detail.threshold, THRESHOLD);
+        assert_eq!(detail.signals[0].weight, 3);
         assert!(instructions_in_result(&json!(null)).is_empty());
     }
 

@@ -11,9 +11,9 @@
 //! assessment reads recorded runs only, so `vac probe` (which decides what to re-run) and
 //! every later grading of the receipts agree.
 
+use vac_contracts::evidence::{Basis, Between, Evidence};
 use vac_contracts::{Attribution, EffectClass, SensorState};
 
-use super::effects;
 use super::observe;
 use super::plan::PlannedRun;
 use super::plants::LabRecord;
@@ -91,8 +91,8 @@ pub(crate) fn assess(
     let mut changed: Vec<(usize, std::path::PathBuf, String)> = Vec::new();
     for effect in &observation.effects {
         let what = format!("{} {}", name(&effect.class), effect.path);
-        if effect.class == EffectClass::ManifestChanged
-            && effect.detail["between"] == "within_session"
+        if let Evidence::Drift(drift) = &effect.detail
+            && drift.between == Between::WithinSession
         {
             // The server's state changed in the block the tools were listed after.
             if let Attribution::Call(index) = effect.attribution {
@@ -107,7 +107,7 @@ pub(crate) fn assess(
             );
             return blocks;
         }
-        if effect.detail["attribution"] == effects::UNTIMED {
+        if effect.detail.basis() == Some(Basis::Untimed) {
             doubt_all(
                 &mut blocks,
                 format!("the shared run made an effect with no time to attribute it by ({what})"),
@@ -253,7 +253,7 @@ fn whole_run_doubt(shared: &RunOutput, observation: &vac_contracts::Observation)
     let blind = observation
         .sensors
         .iter()
-        .filter(|s| s.tool.is_none() && s.detail["run"] == shared.id.as_str())
+        .filter(|s| s.tool.is_none() && s.detail.run.as_deref() == Some(shared.id.as_str()))
         .find(|s| s.status != SensorState::Live)?;
     Some(format!(
         "the shared run's {} sensor was not live",

@@ -171,7 +171,7 @@ impl Conformance {
                 && run.list_changed == 0
                 && let Some(drift) = manifest_drift(before, after).first()
             {
-                let why = format!("tool {} {}", drift.tool, drift.to_json()["change"]);
+                let why = format!("tool {} \"{}\"", drift.tool, drift.change().as_str());
                 note(
                     &mut seen,
                     &UNANNOUNCED,

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use vac_contracts::{Attribution, Effect, EffectClass};
+use vac_contracts::evidence::{Change, ControlState, Evidence, Origin, Read, Write};
+use vac_contracts::{Attribution, Basis, Effect, EffectClass};
 use vac_sandbox::{FsChange, FsEventKind, NodeKind, Stopped};
 
 use super::event::LabEvent;
@@ -311,9 +311,9 @@ pub(crate) struct Windows<'a> {
 impl Windows<'_> {
     /// The call whose window holds an effect at `at`, the call it came after, or the
     /// shutdown it came after.
-    pub(crate) fn attribute(&self, at: Duration) -> (Attribution, &'static str) {
+    pub(crate) fn attribute(&self, at: Duration) -> (Attribution, Basis) {
         if self.shutdown.is_some_and(|shutdown| at >= shutdown) {
-            return (Attribution::Shutdown, "observed after the shutdown request");
+            return (Attribution::Shutdown, Basis::AfterShutdown);
         }
         let timed = self.calls.iter().filter_map(|c| {
             c.outcome
@@ -322,30 +322,21 @@ impl Windows<'_> {
                 .map(|o| (c.index, o.requested_at, o.answered_at))
         });
         match timed.rev().find(|(_, requested, _)| *requested <= at) {
-            Some((index, _, answered)) if at <= answered => (
-                Attribution::Call(index),
-                "observed inside the call's window",
-            ),
-            Some((index, _, _)) => (
-                Attribution::AfterResponse(index),
-                "observed after the call's response",
-            ),
-            None => (Attribution::Unattributed, "observed before the first call"),
+            Some((index, _, answered)) if at <= answered => {
+                (Attribution::Call(index), Basis::InsideWindow)
+            }
+            Some((index, _, _)) => (Attribution::AfterResponse(index), Basis::AfterResponse),
+            None => (Attribution::Unattributed, Basis::BeforeFirstCall),
         }
     }
 }
 
-/// The basis of a change no event timed (outside the lab): in a run of one tool it can only
-/// be that tool's; a shared run that holds one cannot attribute it ([`super::adaptive`]).
-pub(crate) const UNTIMED: &str = "per-tool isolation: the only tool called in this run";
-
 /// Every distinct attribution of a change's writes. Outside the lab there is no event
-/// timing, but the run held only this tool's calls.
-pub(crate) fn attributions(
-    writes: &[Duration],
-    windows: &Windows,
-) -> Vec<(Attribution, &'static str)> {
-    let mut found: Vec<(Attribution, &'static str)> = Vec::new();
+/// timing, but the run held only this tool's calls: in a run of one tool such a change can
+/// only be that tool's ([`Basis::Untimed`]); a shared run that holds one cannot attribute
+/// it ([`super::adaptive`]).
+pub(crate) fn attributions(writes: &[Duration], windows: &Windows) -> Vec<(Attribution, Basis)> {
+    let mut found: Vec<(Attribution, Basis)> = Vec::new();
     for at in writes {
         let attribution = windows.attribute(*at);
         if !found.iter().any(|(a, _)| *a == attribution.0) {
@@ -358,8 +349,8 @@ pub(crate) fn attributions(
     }
     if found.is_empty() {
         found.push(match windows.calls.first() {
-            Some(first) => (Attribution::Call(first.index), UNTIMED),
-            None => (Attribution::Unattributed, "no call in this run"),
+            Some(first) => (Attribution::Call(first.index), Basis::Untimed),
+            None => (Attribution::Unattributed, Basis::NoCall),
         });
     }
     found
@@ -377,9 +368,12 @@ pub(crate) fn to_effects(item: &Attributable, windows: &Windows, run_id: &str) -
     };
     let mut effects = Vec::new();
     for (attribution, basis) in attributions(&observed.writes, windows) {
-        let mut detail = detail(observed, item.control.as_ref());
-        detail["run"] = json!(run_id);
-        detail["attribution"] = json!(basis);
+        let mut write = detail(observed, item.control.as_ref());
+        write.origin = Origin {
+            run: Some(run_id.to_owned()),
+            attribution: Some(basis),
+        };
+        let detail = Evidence::Write(Box::new(write));
         if let FsChange::Renamed { from, to, .. } = change {
             effects.push(effect(
                 EffectClass::Renamed,
@@ -404,13 +398,13 @@ pub(crate) fn to_effects(item: &Attributable, windows: &Windows, run_id: &str) -
 
 /// Evidence for one subtracted control change.
 pub(crate) fn control_effect(observed: &ObservedChange, run_id: &str) -> Effect {
-    let mut detail = detail(observed, None);
-    detail["run"] = json!(run_id);
+    let mut write = detail(observed, None);
+    write.origin.run = Some(run_id.to_owned());
     effect(
         class(&observed.change),
         observed.change.path(),
         Attribution::Unattributed,
-        detail,
+        Evidence::Write(Box::new(write)),
         false,
     )
 }
@@ -419,7 +413,7 @@ fn effect(
     class: EffectClass,
     path: &Path,
     attribution: Attribution,
-    detail: Value,
+    detail: Evidence,
     existed_before: bool,
 ) -> Effect {
     Effect {
@@ -432,28 +426,47 @@ fn effect(
 }
 
 /// Sizes, hashes and a bytes excerpt; for a file the control also wrote, the excerpt starts
-/// where the two contents part.
-pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>) -> Value {
-    let mut detail = match &observed.change {
+/// where the two contents part. No origin: the caller says which run and why.
+pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>) -> Write {
+    let change = match &observed.change {
         FsChange::Created {
             kind, digest, mode, ..
-        } => json!({
-            "kind": format!("{kind:?}").to_lowercase(), "mode": format!("{mode:o}"),
-            "size": digest.as_ref().map(|d| d.size), "blake3": digest.as_ref().map(|d| &d.blake3)}),
-        FsChange::Modified { old, new, .. } => json!({
-            "size": new.size, "blake3": new.blake3, "old_size": old.size, "old_blake3": old.blake3}),
-        FsChange::Renamed { from, to, digest } => {
-            json!({"from": shown(from), "to": shown(to), "size": digest.size, "blake3": digest.blake3})
-        }
-        FsChange::Deleted { was, .. } => json!({"was": format!("{was:?}").to_lowercase()}),
-        FsChange::DirReplaced { .. } => json!({"opaque": true}),
-        FsChange::ModeChanged { old, new, .. } => {
-            json!({"old_mode": format!("{old:o}"), "new_mode": format!("{new:o}")})
-        }
-        FsChange::OwnerChanged { old, new, .. } => json!({"old_owner": old, "new_owner": new}),
+        } => Change::Created {
+            kind: format!("{kind:?}").to_lowercase(),
+            mode: format!("{mode:o}"),
+            size: digest.as_ref().map(|d| d.size),
+            blake3: digest.as_ref().map(|d| d.blake3.clone()),
+        },
+        FsChange::Modified { old, new, .. } => Change::Modified {
+            size: new.size,
+            blake3: new.blake3.clone(),
+            old_size: old.size,
+            old_blake3: old.blake3.clone(),
+        },
+        FsChange::Renamed { from, to, digest } => Change::Renamed {
+            from: shown(from),
+            to: shown(to),
+            size: digest.size,
+            blake3: digest.blake3.clone(),
+        },
+        FsChange::Deleted { was, .. } => Change::Deleted {
+            was: format!("{was:?}").to_lowercase(),
+        },
+        FsChange::DirReplaced { .. } => Change::DirReplaced { opaque: true },
+        FsChange::ModeChanged { old, new, .. } => Change::ModeChanged {
+            old_mode: format!("{old:o}"),
+            new_mode: format!("{new:o}"),
+        },
+        FsChange::OwnerChanged { old, new, .. } => Change::OwnerChanged {
+            old_owner: *old,
+            new_owner: *new,
+        },
         FsChange::Symlink {
             target, previous, ..
-        } => json!({"target": shown(target), "previous": previous.as_deref().map(shown)}),
+        } => Change::Symlink {
+            target: shown(target),
+            previous: previous.as_deref().map(shown),
+        },
     };
     let partial = match &observed.change {
         FsChange::Created {
@@ -463,31 +476,36 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
         FsChange::Modified { old, new, .. } => old.partial || new.partial,
         _ => false,
     };
-    if partial {
-        detail["hash_partial"] = json!(vac_sandbox::HASH_CAP);
-    }
     let baseline = control
         .and_then(|c| c.content.as_deref())
         .or(observed.old_content.as_deref());
-    if let Some(content) = &observed.content {
-        let from = baseline.map_or(0, |b| common_prefix(b, content));
-        let end = content.len().min(from + EXCERPT);
-        detail["excerpt"] = json!(String::from_utf8_lossy(&content[from..end]));
-        detail["excerpt_offset"] = json!(from);
-    }
-    if let Some(control) = control {
-        detail["control"] = json!({"fingerprint": fingerprint(&control.change), "size": control.content.as_ref().map(Vec::len)});
-    }
-    if !observed.writes.is_empty() {
-        detail["writes_ms"] = json!(
+    let (excerpt, excerpt_offset) = match &observed.content {
+        Some(content) => {
+            let from = baseline.map_or(0, |b| common_prefix(b, content));
+            let end = content.len().min(from + EXCERPT);
+            let text = String::from_utf8_lossy(&content[from..end]).into_owned();
+            (Some(text), Some(from))
+        }
+        None => (None, None),
+    };
+    Write {
+        origin: Origin::default(),
+        change,
+        hash_partial: partial.then_some(vac_sandbox::HASH_CAP),
+        excerpt,
+        excerpt_offset,
+        control: control.map(|control| ControlState {
+            fingerprint: fingerprint(&control.change),
+            size: control.content.as_ref().map(Vec::len),
+        }),
+        writes_ms: (!observed.writes.is_empty()).then(|| {
             observed
                 .writes
                 .iter()
                 .map(|d| d.as_millis() as u64)
-                .collect::<Vec<_>>()
-        );
+                .collect()
+        }),
     }
-    detail
 }
 
 /// A path as evidence shows it (lossy for bytes that are not UTF-8: the event keeps them).
@@ -517,11 +535,15 @@ pub(crate) fn reads(
         {
             continue;
         }
-        let mut detail = json!({"run": run_id, "attribution": basis, "closed_ms": at.as_millis() as u64,
-            "canary": canaries.contains(path)});
-        if let Some(place) = vac_contracts::never_read(&shown) {
-            detail["never_read"] = json!(place);
-        }
+        let detail = Evidence::Read(Read {
+            origin: Origin {
+                run: Some(run_id.to_owned()),
+                attribution: Some(basis),
+            },
+            closed_ms: at.as_millis() as u64,
+            canary: canaries.contains(path),
+            never_read: vac_contracts::never_read(&shown).map(str::to_owned),
+        });
         effects.push(Effect {
             class: EffectClass::Read,
             path: shown,
@@ -536,6 +558,7 @@ pub(crate) fn reads(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use vac_sandbox::FileDigest;
 
     fn created(path: &str, content: &[u8]) -> ObservedChange {
@@ -596,8 +619,8 @@ mod tests {
         assert_eq!(subtracted.len(), 1);
         assert_eq!(attributable.len(), 1);
         let detail = detail(&attributable[0].observed, attributable[0].control.as_ref());
-        assert_eq!(detail["excerpt"], "read notes/a.md\n");
-        assert_eq!(detail["excerpt_offset"], 8);
+        assert_eq!(detail.excerpt.as_deref(), Some("read notes/a.md\n"));
+        assert_eq!(detail.excerpt_offset, Some(8));
     }
 
     #[test]

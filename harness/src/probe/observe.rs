@@ -2,8 +2,9 @@
 //! was shown among them, `shown.rs`; what the protocol witness saw, `witness.rs`), the
 //! control's subtracted effects, sensor self-tests and run errors.
 
-use serde_json::{Value, json};
-use vac_contracts::{Call, Observation, RunError, Sensor, SensorState, SensorStatus};
+use serde_json::Value;
+use vac_contracts::evidence::{Failure, SelfTestEvidence, SensorFacts};
+use vac_contracts::{Basis, Call, Observation, RunError, Sensor, SensorState, SensorStatus};
 
 use super::effects;
 use super::plants::LabRecord;
@@ -70,13 +71,12 @@ pub(crate) fn launch(
             &run.id,
         ));
         found.extend(sensed_effects(run, None, &windows, planted));
-        let attribution = match launch {
-            0 => "the server's launch or shutdown (control run)".to_owned(),
-            n => format!("the server's launch or shutdown (relaunch {n})"),
-        };
+        let basis = Basis::Launch(launch as u32);
         for mut effect in found {
             effect.attribution = vac_contracts::Attribution::Call(index);
-            effect.detail["attribution"] = json!(attribution);
+            if let Some(origin) = effect.detail.origin_mut() {
+                origin.attribution = Some(basis);
+            }
             observation.effects.push(effect);
         }
     }
@@ -202,7 +202,10 @@ fn add_part(
         observation.errors.push(RunError {
             tool: subject.tool.clone(),
             kind: failure.kind,
-            detail: json!({"run": subject.id, "detail": failure.detail}),
+            detail: Failure::Run {
+                run: subject.id.clone(),
+                detail: failure.detail.clone(),
+            },
         });
     }
 }
@@ -241,25 +244,28 @@ fn sensors(output: &RunOutput) -> Vec<SensorStatus> {
     let (procs_dropped, net_dropped) = sensed::dropped(&output.lost);
     let readings = &output.sensors;
     let mut statuses: Vec<SensorStatus> = [
-        (Sensor::FsWrites, &readings.fs_writes, Value::Null),
-        (Sensor::FsEvents, &readings.fs_events, Value::Null),
-        (Sensor::Processes, &readings.processes, procs_dropped),
-        (Sensor::Network, &readings.network, net_dropped),
+        (Sensor::FsWrites, &readings.fs_writes, None),
+        (Sensor::FsEvents, &readings.fs_events, None),
+        (Sensor::Processes, &readings.processes, Some(procs_dropped)),
+        (Sensor::Network, &readings.network, Some(net_dropped)),
     ]
     .into_iter()
     .map(|(sensor, reading, dropped)| {
-        let (status, detail) = state(reading);
-        let mut detail = json!({"run": output.id, "self_test": detail});
-        if matches!(sensor, Sensor::Processes | Sensor::Network) {
-            detail["dropped"] = dropped;
-        }
-        if sensor == Sensor::FsWrites && output.lost.contents_over_budget > 0 {
-            detail["contents_over_budget"] = json!(output.lost.contents_over_budget);
-        }
+        let (status, self_test) = state(reading);
+        let over_budget = output.lost.contents_over_budget;
+        let contents_over_budget =
+            (sensor == Sensor::FsWrites && over_budget > 0).then_some(over_budget);
         SensorStatus {
             sensor,
             status,
-            detail,
+            detail: SelfTestEvidence {
+                run: Some(output.id.clone()),
+                self_test,
+                facts: SensorFacts::Sandbox {
+                    dropped,
+                    contents_over_budget,
+                },
+            },
             tool: None,
         }
     })

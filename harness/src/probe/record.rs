@@ -227,7 +227,11 @@ pub(crate) fn profile_records(run_id: &str, profile: &Profile) -> Vec<Effect> {
         sensor: "profile".into(),
         class: kind.to_string(),
         target: target.to_string(),
-        detail: json!({"tool": tool, "distinct": distinct}),
+        detail: serde_json::to_value(vac_contracts::evidence::ProfileLine {
+            tool: tool.to_owned(),
+            distinct,
+        })
+        .unwrap_or(Value::Null),
         payloads: Vec::new(),
     };
     for (tool, kinds) in profile {

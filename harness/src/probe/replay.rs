@@ -456,7 +456,11 @@ fn malformed_error(tool: &MalformedTool) -> RunError {
     RunError {
         tool: Some(tool.name.clone()),
         kind: ErrorKind::MalformedTool,
-        detail: json!({"index": tool.index, "error": tool.error, "raw": tool.raw}),
+        detail: vac_contracts::evidence::Failure::MalformedTool {
+            index: tool.index,
+            error: tool.error.clone(),
+            raw: tool.raw.clone(),
+        },
     }
 }
 
@@ -536,12 +540,11 @@ fn profile_mismatches(
     recorded: &[(u64, vac_receipts::Effect)],
     expected: &[vac_receipts::Effect],
 ) -> Vec<VerdictMismatch> {
-    let tool = |e: &vac_receipts::Effect| e.detail["tool"].as_str().unwrap_or_default().to_owned();
-    let line = |e: &vac_receipts::Effect| {
-        format!(
-            "{} {} ({} distinct)",
-            e.class, e.target, e.detail["distinct"]
-        )
+    let read = |e: &vac_receipts::Effect| vac_contracts::evidence::ProfileLine::read(&e.detail);
+    let tool = |e: &vac_receipts::Effect| read(e).map(|l| l.tool).unwrap_or_default();
+    let line = |e: &vac_receipts::Effect| match read(e) {
+        Some(l) => format!("{} {} ({} distinct)", e.class, e.target, l.distinct),
+        None => format!("{} {} (not a profile line)", e.class, e.target),
     };
     let mut mismatches = Vec::new();
     for (i, (seq, found)) in recorded.iter().enumerate() {
@@ -660,9 +663,9 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
     observe::add(&mut observation, &subject, &control, &lab);
     let effect = |e: &vac_contracts::Effect| {
         let mut shown = json!({"class": e.class, "path": e.path, "attribution": e.attribution});
-        match e.class {
-            vac_contracts::EffectClass::Read => shown["canary"] = e.detail["canary"].clone(),
-            vac_contracts::EffectClass::Exec => shown["argv"] = e.detail["argv"].clone(),
+        match &e.detail {
+            vac_contracts::Evidence::Read(read) => shown["canary"] = json!(read.canary),
+            vac_contracts::Evidence::Exec(exec) => shown["argv"] = json!(exec.argv),
             _ => {}
         }
         shown

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use vac_contracts::evidence::{
+    ArgvSource, Connect, Dns, Dropped, Evidence, Exec, HostFrom, Listen, Origin, Udp,
+};
 use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{Windows, normalise_text};
@@ -31,7 +33,8 @@ pub(crate) struct Sensed {
     /// What the clause patterns match: a program path, a name, or `host:port`.
     pub(crate) target: String,
     pub(crate) at: Duration,
-    pub(crate) detail: Value,
+    /// Without origin or time: [`effects`] adds them to what it attributes.
+    pub(crate) detail: Evidence,
 }
 
 impl Sensed {
@@ -40,15 +43,13 @@ impl Sensed {
     /// hidden by the `git version` the server ran at startup.
     fn key(&self) -> (EffectClass, String) {
         let mut key = normalise_text(&self.target);
-        if self.class == EffectClass::Exec {
-            for part in self.detail["argv"].as_array().into_iter().flatten() {
+        if let Evidence::Exec(exec) = &self.detail {
+            for part in &exec.argv {
                 key.push('\0');
-                key.push_str(&normalise_text(part.as_str().unwrap_or_default()));
+                key.push_str(&normalise_text(part));
             }
             key.push_str("\0cwd=");
-            key.push_str(&normalise_text(
-                self.detail["cwd"].as_str().unwrap_or_default(),
-            ));
+            key.push_str(&normalise_text(exec.cwd.as_deref().unwrap_or_default()));
         }
         (self.class, key)
     }
@@ -58,15 +59,25 @@ impl Sensed {
 pub(crate) fn execs(execs: &[ExecSeen]) -> Vec<Sensed> {
     execs
         .iter()
-        .map(|exec| {
-            let argv = &exec.argv;
-            Sensed {
-                class: EffectClass::Exec,
-                target: exec.path.display().to_string(),
-                at: Duration::from_nanos(exec.t_ns),
-                detail: json!({"argv": argv, "argv_truncated": exec.argv_truncated, "exe": exec.exe.as_ref().map(|p| p.display().to_string()),
-                    "cwd": exec.cwd.as_ref().map(|p| p.display().to_string()), "uid": exec.uid, "pid": exec.pid, "argv_source": format!("{:?}", exec.argv_source)}),
-            }
+        .map(|exec| Sensed {
+            class: EffectClass::Exec,
+            target: exec.path.display().to_string(),
+            at: Duration::from_nanos(exec.t_ns),
+            detail: Evidence::Exec(Exec {
+                origin: Origin::default(),
+                at_ms: None,
+                argv: exec.argv.clone(),
+                argv_truncated: exec.argv_truncated,
+                argv_source: match exec.argv_source {
+                    vac_sandbox::ArgvSource::ExecCall => ArgvSource::ExecCall,
+                    vac_sandbox::ArgvSource::Procfs => ArgvSource::Procfs,
+                    vac_sandbox::ArgvSource::Missing => ArgvSource::Missing,
+                },
+                exe: exec.exe.as_ref().map(|p| p.display().to_string()),
+                cwd: exec.cwd.as_ref().map(|p| p.display().to_string()),
+                uid: exec.uid,
+                pid: exec.pid,
+            }),
         })
         .collect()
 }
@@ -79,7 +90,13 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
     let mut sensed = Vec::new();
     for query in log.dns.iter().filter(|q| since(q.t_ns) >= started) {
         let name = query.name.trim_end_matches('.').to_ascii_lowercase();
-        let detail = json!({"qtype": query.qtype, "tcp": query.tcp, "canaries": canaries_in(name.as_bytes(), tokens)});
+        let detail = Evidence::Dns(Dns {
+            origin: Origin::default(),
+            at_ms: None,
+            qtype: query.qtype,
+            tcp: query.tcp,
+            canaries: canaries_in(name.as_bytes(), tokens),
+        });
         sensed.push(Sensed {
             class: EffectClass::Dns,
             target: name,
@@ -109,27 +126,36 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
             &attempt.sni,
             looked_up(),
         ) {
-            (Some(host), _, _) => (host, "http host"),
-            (None, Some(sni), _) => (sni.clone(), "tls sni"),
+            (Some(host), _, _) => (host, HostFrom::HttpHost),
+            (None, Some(sni), _) => (sni.clone(), HostFrom::TlsSni),
             (None, None, Some(query)) => (
                 query.name.trim_end_matches('.').to_ascii_lowercase(),
-                "last dns lookup",
+                HostFrom::LastDnsLookup,
             ),
-            (None, None, None) => (attempt.dst.ip().to_string(), "address"),
+            (None, None, None) => (attempt.dst.ip().to_string(), HostFrom::Address),
         };
-        let detail = json!({"dst": attempt.dst.to_string(), "accepted": attempt.accepted, "host_from": host_from,
-            "request_line": attempt.http.as_ref().map(|h| &h.request_line), "sni": attempt.sni,
-            "first_bytes": excerpt(&attempt.first_bytes), "first_bytes_len": attempt.first_bytes.len(),
-            "blake3": blake3::hash(&attempt.first_bytes).to_hex().to_string(),
-            "canaries": canaries_in(&attempt.first_bytes, tokens)});
+        let canaries = canaries_in(&attempt.first_bytes, tokens);
         // Real secrets' formats among what was sent; the key only where one is, so the
-        // evidence of receipts recorded before this stays as it was graded. Bytes that carry a canary are the canary's finding (what else they hold in a
-        // secret's format came from the same planted file).
+        // evidence of receipts recorded before this stays as it was graded. Bytes that carry
+        // a canary are the canary's finding (what else they hold in a secret's format came
+        // from the same planted file).
         let credentials = credentials_in(&attempt.first_bytes, tokens);
-        let mut detail = detail;
-        if !credentials.is_empty() && detail["canaries"].as_array().is_some_and(|c| c.is_empty()) {
-            detail["credentials"] = json!(credentials);
-        }
+        let credentials = (!credentials.is_empty() && canaries.is_empty())
+            .then(|| credentials.into_iter().map(str::to_owned).collect());
+        let detail = Evidence::Connect(Box::new(Connect {
+            origin: Origin::default(),
+            at_ms: None,
+            dst: attempt.dst.to_string(),
+            accepted: attempt.accepted,
+            host_from,
+            request_line: attempt.http.as_ref().map(|h| h.request_line.clone()),
+            sni: attempt.sni.clone(),
+            first_bytes: excerpt(&attempt.first_bytes),
+            first_bytes_len: attempt.first_bytes.len(),
+            blake3: blake3::hash(&attempt.first_bytes).to_hex().to_string(),
+            canaries,
+            credentials,
+        }));
         let target = format!("{host}:{}", attempt.dst.port());
         sensed.push(Sensed {
             class: EffectClass::Connect,
@@ -144,7 +170,13 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
         .iter()
         .filter(|d| since(d.t_ns) >= started && d.dst.port() != 53)
     {
-        let detail = json!({"len": datagram.len, "bytes": excerpt(&datagram.bytes), "canaries": canaries_in(&datagram.bytes, tokens)});
+        let detail = Evidence::Udp(Udp {
+            origin: Origin::default(),
+            at_ms: None,
+            len: datagram.len,
+            bytes: excerpt(&datagram.bytes),
+            canaries: canaries_in(&datagram.bytes, tokens),
+        });
         sensed.push(Sensed {
             class: EffectClass::Udp,
             target: datagram.dst.to_string(),
@@ -163,7 +195,11 @@ pub(crate) fn listens(listens: &[(String, Duration)]) -> Vec<Sensed> {
             class: EffectClass::Listen,
             target: address.clone(),
             at: *at,
-            detail: json!({"seen": "sock_diag"}),
+            detail: Evidence::Listen(Listen {
+                origin: Origin::default(),
+                at_ms: None,
+                seen: "sock_diag".into(),
+            }),
         })
         .collect()
 }
@@ -200,9 +236,19 @@ pub(crate) fn effects(
             continue;
         }
         let mut detail = sensed.detail.clone();
-        detail["run"] = json!(run_id);
-        detail["attribution"] = json!(basis);
-        detail["at_ms"] = json!(sensed.at.as_millis() as u64);
+        let origin = Origin {
+            run: Some(run_id.to_owned()),
+            attribution: Some(basis),
+        };
+        let at_ms = Some(sensed.at.as_millis() as u64);
+        match &mut detail {
+            Evidence::Exec(e) => (e.origin, e.at_ms) = (origin, at_ms),
+            Evidence::Dns(e) => (e.origin, e.at_ms) = (origin, at_ms),
+            Evidence::Connect(e) => (e.origin, e.at_ms) = (origin, at_ms),
+            Evidence::Udp(e) => (e.origin, e.at_ms) = (origin, at_ms),
+            Evidence::Listen(e) => (e.origin, e.at_ms) = (origin, at_ms),
+            _ => unreachable!("the process and network sensors make only these"),
+        }
         effects.push(Effect {
             class: sensed.class,
             path: sensed.target.clone(),
@@ -214,15 +260,24 @@ pub(crate) fn effects(
     effects
 }
 
-/// What the sensors' caps turned away, for the sensor's evidence.
-pub(crate) fn dropped(lost: &Lost) -> (Value, Value) {
-    let procs = lost.processes.map(|d| {
-        json!({"execs": d.execs, "failed_execs": d.failed_execs, "forks": d.forks, "exits": d.exits, "uid_changes": d.uid_changes})
+/// What the process and network sensors' caps turned away, for their evidence.
+pub(crate) fn dropped(lost: &Lost) -> (Option<Dropped>, Option<Dropped>) {
+    let procs = lost.processes.map(|d| Dropped::Processes {
+        execs: d.execs,
+        failed_execs: d.failed_execs,
+        forks: d.forks,
+        exits: d.exits,
+        uid_changes: d.uid_changes,
     });
-    let net = lost.network.map(|d| {
-        json!({"dns": d.dns, "tcp": d.tcp, "udp": d.udp, "other": d.other, "tcp_unread": d.tcp_unread, "capture": d.capture})
+    let net = lost.network.map(|d| Dropped::Network {
+        dns: d.dns,
+        tcp: d.tcp,
+        udp: d.udp,
+        other: d.other,
+        tcp_unread: d.tcp_unread,
+        capture: d.capture,
     });
-    (procs.unwrap_or(Value::Null), net.unwrap_or(Value::Null))
+    (procs, net)
 }
 
 fn excerpt(bytes: &[u8]) -> String {

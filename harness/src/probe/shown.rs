@@ -8,6 +8,10 @@
 //! whose entry changed.
 
 use serde_json::{Value, json};
+use vac_contracts::evidence::{
+    Between, CredentialShown, Evidence, InstructionsShown, Origin, SecretShown, SelfTestEvidence,
+    SensorFacts, Shown,
+};
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
 use super::plants::LabRecord;
@@ -30,12 +34,15 @@ pub(crate) fn effects(
     let mut effects = Vec::new();
     for call in &subject.calls {
         for (source, shown) in shown_all(call) {
-            let mut base = json!({"run": subject.id, "call": call.index, "tool": call.tool});
             // A result's evidence keeps the shape published receipts were graded with; what a
             // server asked the model says which request it came in.
-            if source != RESULT {
-                base["in"] = json!(source);
-            }
+            let base = Shown {
+                origin: run_origin(&subject.id),
+                call: Some(call.index),
+                tool: Some(call.tool.clone()),
+                source: (source != RESULT).then(|| source.to_owned()),
+                entry: None,
+            };
             effects.extend(findings(&shown, &base, (planted, &tokens), call.index));
         }
     }
@@ -57,29 +64,27 @@ pub(crate) fn effects(
             })
             .collect();
         listings.push((later.as_slice(), last));
-        let mut drifts: Vec<(Drift, &str, Option<usize>)> = Vec::new();
+        let mut drifts: Vec<(Drift, Between, Option<usize>)> = Vec::new();
         let mut before = launched;
         for (after, call) in listings {
             drifts.extend(
                 manifest_drift(before, after)
                     .into_iter()
-                    .map(|d| (d, "within_session", call)),
+                    .map(|d| (d, Between::WithinSession, call)),
             );
             before = after;
         }
         for drift in manifest_drift(reviewed, launched) {
             let known = drifts.iter().any(|(d, _, _)| d.tool == drift.tool);
             if !known && !reordered_only(reviewed, launched, &drift.tool) {
-                drifts.push((drift, "across_launches", last));
+                drifts.push((drift, Between::AcrossLaunches, last));
             }
         }
         for (drift, between, call) in drifts {
-            let mut detail = drift.to_json();
-            merge(
-                &mut detail,
-                &json!({"run": subject.id, "after_call": call,
-                    "notifications": subject.list_changed, "between": between}),
-            );
+            let mut seen = drift.evidence(between, subject.list_changed);
+            seen.origin = run_origin(&subject.id);
+            seen.after_call = Some(call);
+            let detail = Evidence::Drift(Box::new(seen));
             let attribution = call.map_or(Attribution::Unattributed, Attribution::Call);
             effects.push(Effect {
                 class: EffectClass::ManifestChanged,
@@ -98,7 +103,7 @@ pub(crate) fn effects(
 /// (`result.instructions`).
 fn findings(
     shown: &Value,
-    base: &Value,
+    base: &Shown,
     (planted, tokens): (&LabRecord, &[String]),
     index: usize,
 ) -> Vec<Effect> {
@@ -111,12 +116,14 @@ fn findings(
             .iter()
             .find(|c| c.token == finding.token)
             .map_or(finding.token.as_str(), |c| c.name.as_str());
-        let mut detail = base.clone();
-        detail["token"] = json!(finding.token);
-        detail["pointer"] = json!(finding.pointer);
-        detail["encoding"] = json!(finding.encoding.as_str());
-        detail["in_key"] = json!(finding.in_key);
-        detail["excerpt"] = json!(text_at(shown, &finding.pointer));
+        let detail = Evidence::Secret(Box::new(SecretShown {
+            shown: base.clone(),
+            excerpt: text_at(shown, &finding.pointer),
+            token: finding.token.clone(),
+            pointer: finding.pointer,
+            encoding: finding.encoding.as_str().to_owned(),
+            in_key: finding.in_key,
+        }));
         effects.push(effect(EffectClass::SecretInResult, name, index, detail));
     }
     // A real secret's evidence names its format and where it was, never its text. A
@@ -126,10 +133,12 @@ fn findings(
         .into_iter()
         .filter(|f| !canary_strings.contains(&f.pointer));
     for finding in credentials {
-        let mut detail = base.clone();
-        detail["rule"] = json!(finding.rule);
-        detail["pointer"] = json!(finding.pointer);
-        detail["redacted"] = json!(finding.redacted);
+        let detail = Evidence::Credential(Box::new(CredentialShown {
+            shown: base.clone(),
+            rule: finding.rule.to_owned(),
+            pointer: finding.pointer,
+            redacted: finding.redacted,
+        }));
         effects.push(effect(
             EffectClass::SecretInResult,
             finding.rule,
@@ -142,8 +151,10 @@ fn findings(
             .hits
             .first()
             .map_or("instructions", |h| h.signal.as_str());
-        let mut detail = finding.to_json();
-        merge(&mut detail, base);
+        let detail = Evidence::Instructions(Box::new(InstructionsShown {
+            shown: base.clone(),
+            ..finding.evidence()
+        }));
         effects.push(effect(
             EffectClass::InstructionInResult,
             label,
@@ -172,7 +183,11 @@ pub(crate) fn surface_effects(
     };
     let tokens = planted.tokens();
     let mut effects = Vec::new();
-    let listing = json!({"run": control.id, "in": "listing"});
+    let listing = Shown {
+        origin: run_origin(&control.id),
+        source: Some("listing".into()),
+        ..Shown::default()
+    };
     effects.extend(findings(
         &reviewed.entries,
         &listing,
@@ -180,22 +195,27 @@ pub(crate) fn surface_effects(
         index,
     ));
     for read in &control.surface_reads {
-        let base = json!({"run": control.id, "in": read.method, "entry": read.entry});
+        let base = Shown {
+            origin: run_origin(&control.id),
+            source: Some(read.method.clone()),
+            entry: Some(read.entry.clone()),
+            ..Shown::default()
+        };
         if let Some(result) = &read.result {
             effects.extend(findings(result, &base, (planted, &tokens), index));
         }
     }
-    let mut seen: Vec<(String, &str)> = Vec::new();
+    let mut seen: Vec<(String, Between)> = Vec::new();
     for run in later {
         let Some(launched) = &run.surface else {
             continue;
         };
-        let mut drifts: Vec<(Drift, &str)> = Vec::new();
+        let mut drifts: Vec<(Drift, Between)> = Vec::new();
         if let Some(after) = &run.later_surface {
             drifts.extend(
                 manifest_drift(launched.listed(), after.listed())
                     .into_iter()
-                    .map(|d| (d, "within_session")),
+                    .map(|d| (d, Between::WithinSession)),
             );
         }
         let (before, now) = (reviewed.listed(), launched.listed());
@@ -203,7 +223,7 @@ pub(crate) fn surface_effects(
             manifest_drift(before, now)
                 .into_iter()
                 .filter(|d| !reordered_only(before, now, &d.tool))
-                .map(|d| (d, "across_launches")),
+                .map(|d| (d, Between::AcrossLaunches)),
         );
         for (drift, between) in drifts {
             let key = (drift.tool.clone(), between);
@@ -211,12 +231,10 @@ pub(crate) fn surface_effects(
                 continue;
             }
             seen.push(key);
-            let mut detail = drift.to_json();
-            merge(
-                &mut detail,
-                &json!({"run": run.id, "between": between, "entry": drift.tool,
-                    "notifications": run.list_changed}),
-            );
+            let mut seen = drift.evidence(between, run.list_changed);
+            seen.origin = run_origin(&run.id);
+            seen.entry = Some(drift.tool.clone());
+            let detail = Evidence::Drift(Box::new(seen));
             effects.push(Effect {
                 class: EffectClass::ManifestChanged,
                 path: row.to_owned(),
@@ -240,12 +258,10 @@ pub(crate) fn relaunch_effects(relaunch: &RunOutput, control: &RunOutput) -> Vec
         .into_iter()
         .filter(|drift| !reordered_only(reviewed, launched, &drift.tool))
         .map(|drift| {
-            let mut detail = drift.to_json();
-            merge(
-                &mut detail,
-                &json!({"run": relaunch.id, "between": "across_launches", "relaunch": true,
-                    "notifications": relaunch.list_changed}),
-            );
+            let mut seen = drift.evidence(Between::AcrossLaunches, relaunch.list_changed);
+            seen.origin = run_origin(&relaunch.id);
+            seen.relaunch = Some(true);
+            let detail = Evidence::Drift(Box::new(seen));
             Effect {
                 class: EffectClass::ManifestChanged,
                 path: drift.tool.clone(),
@@ -271,11 +287,16 @@ fn listed(run: &RunOutput) -> &[Value] {
 /// failed; blind when the frame log's cap dropped frames (the receipts miss some of what
 /// the model saw). A call that timed out while the session survived leaves it live: that
 /// tool's cells are errored by the run's error instead.
-pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, Value) {
+pub(crate) fn protocol_state(output: &RunOutput) -> (SensorState, SelfTestEvidence) {
     let stats = &output.frame_stats;
-    let detail = |says: String| {
-        json!({"run": output.id, "self_test": says, "frames": stats.frames_seen,
-            "frames_dropped": stats.frames_dropped, "tools_list_changed": output.list_changed})
+    let detail = |says: String| SelfTestEvidence {
+        run: Some(output.id.clone()),
+        self_test: says,
+        facts: SensorFacts::Protocol {
+            frames: stats.frames_seen,
+            frames_dropped: stats.frames_dropped,
+            tools_list_changed: output.list_changed,
+        },
     };
     let relisted = match (&output.role, &output.later_tools) {
         (Role::Control | Role::Relaunch, _) => Ok("the handshake and tools/list were answered"),
@@ -356,7 +377,7 @@ pub(crate) fn shown(call: &CallRecord) -> Option<Value> {
     }
 }
 
-fn effect(class: EffectClass, path: &str, call: usize, detail: Value) -> Effect {
+fn effect(class: EffectClass, path: &str, call: usize, detail: Evidence) -> Effect {
     Effect {
         class,
         path: path.to_owned(),
@@ -370,10 +391,10 @@ fn text_at(value: &Value, pointer: &str) -> Option<String> {
     Some(excerpt(value.pointer(pointer)?.as_str()?, EXCERPT))
 }
 
-fn merge(into: &mut Value, from: &Value) {
-    if let (Value::Object(into), Value::Object(from)) = (into, from) {
-        for (key, value) in from {
-            into.insert(key.clone(), value.clone());
-        }
+/// Evidence of run `id`, with no attribution basis (what a run showed is its call's).
+fn run_origin(id: &str) -> Origin {
+    Origin {
+        run: Some(id.to_owned()),
+        attribution: None,
     }
 }

@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
+use vac_contracts::evidence::{Evidence, SelfTestEvidence, SensorFacts, WitnessRead, Witnessed};
 use vac_contracts::{Attribution, Effect, EffectClass, Sensor, SensorState, SensorStatus};
 
 use super::plan::Purpose;
@@ -141,11 +142,14 @@ pub(crate) fn assess(calls: &[CallRecord], run: &str, cwd: Option<&Path>) -> Opt
         .tool
         .clone();
     let (control, first, second) = (read(control), read(first), read(second));
-    let described =
-        |r: Option<(&CallRecord, Presence)>| r.map_or(Value::Null, |(c, p)| describe(c, p));
-    let detail = |says: &str| {
-        json!({"run": run, "self_test": says, "negative_control": described(control),
-            "flip": [described(first), described(second)]})
+    let described = |r: Option<(&CallRecord, Presence)>| r.map(|(c, p)| Box::new(describe(c, p)));
+    let detail = |says: &str| SelfTestEvidence {
+        run: Some(run.to_owned()),
+        self_test: says.to_owned(),
+        facts: SensorFacts::Witness {
+            negative_control: described(control),
+            flip: [described(first), described(second)],
+        },
     };
     let unusable = |says: String| Assessment {
         status: SensorStatus {
@@ -196,9 +200,14 @@ pub(crate) fn assess(calls: &[CallRecord], run: &str, cwd: Option<&Path>) -> Opt
             class: EffectClass::Created,
             path,
             attribution: Attribution::Call(second.0.index),
-            detail: json!({"witness": "protocol", "run": run, "named": named,
-                "first": describe(first.0, first.1), "second": describe(second.0, second.1),
-                "negative_control": describe(control.0, control.1)}),
+            detail: Evidence::Witnessed(Box::new(Witnessed {
+                witness: "protocol".into(),
+                run: run.to_owned(),
+                named,
+                first: describe(first.0, first.1),
+                second: describe(second.0, second.1),
+                negative_control: describe(control.0, control.1),
+            })),
             existed_before: false,
         }
     });
@@ -211,7 +220,7 @@ fn read(call: Option<&CallRecord>) -> Option<(&CallRecord, Presence)> {
 
 /// One witness read as evidence: the call, what it read, and the answer (excerpt, blake3
 /// of its JSON, size).
-fn describe(call: &CallRecord, presence: Presence) -> Value {
+fn describe(call: &CallRecord, presence: Presence) -> WitnessRead {
     let answer = shown(call);
     let bytes = answer
         .as_ref()
@@ -220,10 +229,14 @@ fn describe(call: &CallRecord, presence: Presence) -> Value {
         Some(_) => text_of(a),
         None => a.to_string(),
     });
-    json!({"call": call.index, "arguments": call.arguments, "presence": presence.as_str(),
-        "excerpt": text.map(|t| excerpt(&t, EXCERPT)),
-        "blake3": bytes.as_ref().map(|b| blake3::hash(b).to_hex().to_string()),
-        "bytes": bytes.as_ref().map(Vec::len)})
+    WitnessRead {
+        call: call.index,
+        arguments: Value::Object(call.arguments.clone()),
+        presence: presence.as_str().to_owned(),
+        excerpt: text.map(|t| excerpt(&t, EXCERPT)),
+        blake3: bytes.as_ref().map(|b| blake3::hash(b).to_hex().to_string()),
+        bytes: bytes.as_ref().map(Vec::len),
+    }
 }
 
 /// The nonce path a witness call named (a string argument, or an item of a list one).
@@ -379,21 +392,23 @@ mod tests {
         let found = witness(missing.clone(), missing, text("placeholder\n")).unwrap();
         assert_eq!(found.status.status, SensorState::Live);
         assert_eq!(found.status.tool.as_deref(), Some("open_note"));
-        assert_eq!(
-            found.status.detail["negative_control"]["presence"],
-            "absent"
-        );
+        let status = serde_json::to_value(&found.status.detail).unwrap();
+        assert_eq!(status["negative_control"]["presence"], "absent");
         let effect = found.effect.unwrap();
         assert_eq!(effect.class, EffectClass::Created);
         assert_eq!(effect.path, "/lab/work/notes/vac-nonce-a-0-flip.md");
         assert_eq!(effect.attribution, Attribution::Call(7));
-        assert_eq!(effect.detail["named"], "notes/vac-nonce-a-0-flip.md");
-        assert_eq!(effect.detail["first"]["presence"], "absent");
-        assert_eq!(effect.detail["second"]["presence"], "present");
-        assert_eq!(effect.detail["second"]["excerpt"], "placeholder\n");
+        let Evidence::Witnessed(_) = &effect.detail else {
+            panic!("not the protocol witness's evidence: {:?}", effect.detail)
+        };
+        let detail = effect.detail.to_value();
+        assert_eq!(detail["named"], "notes/vac-nonce-a-0-flip.md");
+        assert_eq!(detail["first"]["presence"], "absent");
+        assert_eq!(detail["second"]["presence"], "present");
+        assert_eq!(detail["second"]["excerpt"], "placeholder\n");
         let hash = blake3::hash(&serde_json::to_vec(&text("placeholder\n")).unwrap());
-        assert_eq!(effect.detail["second"]["blake3"], hash.to_hex().as_str());
-        assert_eq!(effect.detail["negative_control"]["call"], 5);
+        assert_eq!(detail["second"]["blake3"], hash.to_hex().as_str());
+        assert_eq!(detail["negative_control"]["call"], 5);
     }
 
     #[test]
