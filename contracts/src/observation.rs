@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::evidence::EffectClass;
 use crate::evidence::{Evidence, Failure, SelfTestEvidence};
 use crate::verdict::{ErrorKind, SkipReason};
 
@@ -103,102 +104,6 @@ impl TryFrom<RawEffect> for Effect {
             attribution: raw.attribution,
             existed_before: raw.existed_before,
         })
-    }
-}
-
-/// The kind of an observed effect, and the sensor that sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EffectClass {
-    /// A file or directory appeared (fs writes).
-    Created,
-    /// A file's content changed (fs writes).
-    Modified,
-    /// A file or directory was removed (fs writes).
-    Deleted,
-    /// A file or directory was moved away from `path` (fs writes).
-    Renamed,
-    /// Permissions or ownership changed (fs writes).
-    ModeChanged,
-    /// A symbolic link was created at `path`, replacing whatever was there (fs writes).
-    Symlink,
-    /// A directory was replaced: removed and recreated, or replaced by another type
-    /// (fs writes).
-    DirReplaced,
-    /// A file at `path` was opened (fs events); whether it is a canary is
-    /// [`Observation::canaries`]'.
-    Read,
-    /// A program was executed: `path` is the executable, `detail` its argv (processes).
-    Exec,
-    /// A TCP connection to `path` = `host:port`, with its first bytes in `detail` (network).
-    Connect,
-    /// A name lookup of `path` (network).
-    Dns,
-    /// A UDP datagram to `path` = `host:port` (network).
-    Udp,
-    /// A socket listening on `path` = `address:port` (network).
-    Listen,
-    /// A canary token reached a result: `path` is the token's name, `detail` where and in
-    /// what encoding (protocol).
-    SecretInResult,
-    /// Instruction-like text aimed at the model in a result: `path` a short label,
-    /// `detail` the excerpt (protocol).
-    InstructionInResult,
-    /// The tool `path` changed in tools/list after review: `detail` the difference
-    /// (protocol). Owned by the tool it names, whatever its attribution.
-    ManifestChanged,
-}
-
-impl EffectClass {
-    /// Whether the effect is a filesystem change (the domain of `fs.write` and `fs.delete`).
-    pub fn is_fs(self) -> bool {
-        // Exhaustive on purpose: a new class must decide.
-        match self {
-            EffectClass::Created
-            | EffectClass::Modified
-            | EffectClass::Deleted
-            | EffectClass::Renamed
-            | EffectClass::ModeChanged
-            | EffectClass::Symlink
-            | EffectClass::DirReplaced => true,
-            EffectClass::Read
-            | EffectClass::Exec
-            | EffectClass::Connect
-            | EffectClass::Dns
-            | EffectClass::Udp
-            | EffectClass::Listen
-            | EffectClass::SecretInResult
-            | EffectClass::InstructionInResult
-            | EffectClass::ManifestChanged => false,
-        }
-    }
-
-    /// Whether the effect destroys what was at `path` if something existed there before:
-    /// a delete, a move away, an overwrite, a replacement. Mode changes keep the content.
-    pub fn destroys_existing(self) -> bool {
-        matches!(
-            self,
-            EffectClass::Modified
-                | EffectClass::Deleted
-                | EffectClass::Renamed
-                | EffectClass::Symlink
-                | EffectClass::DirReplaced
-        )
-    }
-
-    /// Whether the effect reaches out of the sandbox (the domain of `net.egress`).
-    pub fn is_egress(self) -> bool {
-        matches!(
-            self,
-            EffectClass::Connect | EffectClass::Dns | EffectClass::Udp
-        )
-    }
-
-    /// Whether the effect changes the world a later call sees (the domain of `idempotent`):
-    /// filesystem changes, programs run, network traffic and listeners. Reads and what the
-    /// model is shown are not.
-    pub fn changes_state(self) -> bool {
-        self.is_fs() || self.is_egress() || matches!(self, EffectClass::Exec | EffectClass::Listen)
     }
 }
 
