@@ -16,8 +16,8 @@ use vac_contracts::{Attribution, EffectClass, SensorState};
 
 use super::observe;
 use super::plan::PlannedRun;
-use super::plants::LabRecord;
-use super::run::{RunOutput, Settled};
+use super::vocab::LabRecord;
+use super::vocab::{RunOutput, Settled};
 
 /// One tool's block of a shared run, as assessed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,10 +278,11 @@ mod tests {
     use vac_sandbox::{FileDigest, FsChange, FsEventKind, NodeKind};
 
     use super::*;
-    use crate::probe::effects::ObservedChange;
-    use crate::probe::event::LabEvent;
-    use crate::probe::plan::{Block, PlannedCall, Purpose, Scope};
-    use crate::probe::run::{CallRecord, Reading, Role, SensorReadings, Settled};
+    use crate::probe::plan::{Block, Scope};
+    use crate::probe::vocab::LabEvent;
+    use crate::probe::vocab::ObservedChange;
+    use crate::probe::vocab::{CallRecord, Reading, Role, SensorReadings, Settled};
+    use crate::probe::vocab::{PlannedCall, Purpose};
 
     const WORK: &str = "/home/dana/work";
 
@@ -486,7 +487,7 @@ mod tests {
         let mut untimed = shared();
         untimed.changes = vec![created("outside.md", &[])];
         let mut failed = shared();
-        failed.failure = Some(crate::probe::run::RunFailure {
+        failed.failure = Some(crate::probe::vocab::RunFailure {
             kind: vac_contracts::ErrorKind::Crash,
             detail: "the server died".into(),
         });

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 use vac_contracts::detect::manifest_drift;
 
-use super::run::RunOutput;
+use super::vocab::RunOutput;
 use crate::client::{Parsed, parse_line};
 
 /// One kind of finding: its id, what a confirmed one says, what a refuted one says.
@@ -243,7 +243,7 @@ mod tests {
 
     use super::*;
     use crate::client::ToolList;
-    use crate::probe::run::Role;
+    use crate::probe::vocab::Role;
 
     fn finding<'a>(findings: &'a [Value], id: &str) -> &'a Value {
         findings.iter().find(|f| f["id"] == id).unwrap()

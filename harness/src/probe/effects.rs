@@ -9,8 +9,9 @@ use vac_contracts::evidence::{Change, ControlState, Evidence, Origin, Read, Writ
 use vac_contracts::{Attribution, Basis, Effect, EffectClass};
 use vac_sandbox::{FsChange, FsEventKind, NodeKind, Stopped};
 
-use super::event::LabEvent;
-use super::run::CallRecord;
+use super::vocab::CallRecord;
+use super::vocab::LabEvent;
+use super::vocab::ObservedChange;
 
 /// Bytes of a written file kept as evidence (the excerpt in reports is shorter).
 pub(crate) const CONTENT_CAP: u64 = 64 * 1024;
@@ -41,18 +42,6 @@ impl ContentBudget {
 }
 const EXCERPT: usize = 160;
 const MAX_WRITES: usize = 64;
-
-/// One change the witness saw, with what is needed to show and compare it.
-#[derive(Debug, Clone)]
-pub(crate) struct ObservedChange {
-    pub(crate) change: FsChange,
-    /// The content after the run (files), capped.
-    pub(crate) content: Option<Vec<u8>>,
-    /// The content before the run (modified files), capped.
-    pub(crate) old_content: Option<Vec<u8>>,
-    /// When lab events that wrote this path arrived (since the run's start), first few.
-    pub(crate) writes: Vec<Duration>,
-}
 
 /// Reads contents while the run directory still exists; with them, how many contents were
 /// not kept because the probe's [`CONTENT_BUDGET`] was spent (those changes keep their digest).
@@ -138,7 +127,7 @@ pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
 /// Nothing when a snapshot was blind, since the change may lie in its gap.
 pub(crate) fn stamp_by_snapshots(
     changes: &mut [ObservedChange],
-    settles: &[super::run::Settled],
+    settles: &[super::vocab::Settled],
     calls: &[CallRecord],
 ) {
     if settles.is_empty() || settles.iter().any(|s| s.upper_blind) {
@@ -334,7 +323,7 @@ impl Windows<'_> {
 /// Every distinct attribution of a change's writes. Outside the lab there is no event
 /// timing, but the run held only this tool's calls: in a run of one tool such a change can
 /// only be that tool's ([`Basis::Untimed`]); a shared run that holds one cannot attribute
-/// it ([`super::adaptive`]).
+/// it (adaptive isolation).
 pub(crate) fn attributions(writes: &[Duration], windows: &Windows) -> Vec<(Attribution, Basis)> {
     let mut found: Vec<(Attribution, Basis)> = Vec::new();
     for at in writes {
@@ -639,7 +628,7 @@ mod tests {
             repeat_of: None,
             repeat_state: Vec::new(),
             revised: None,
-            purpose: super::super::plan::Purpose::Normal,
+            purpose: super::super::vocab::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),
             outcome: Ok(crate::client::CallOutcome {
@@ -676,7 +665,7 @@ mod tests {
         let calls = [call(3, 100, 200), call(4, 300, 400), call(5, 500, 600)];
         let settled = |after_call, upper: &[&str], blind: bool| {
             let written = (!blind).then(|| upper.iter().map(PathBuf::from).collect());
-            super::super::run::Settled::new(after_call, true, 0, written)
+            super::super::vocab::Settled::new(after_call, true, 0, written)
         };
         let settles = [
             settled(3, &[], false),

@@ -9,6 +9,7 @@
 
 mod adaptive;
 mod conformance;
+mod contract;
 mod effects;
 mod event;
 pub mod inputs;
@@ -17,11 +18,13 @@ mod plan;
 mod plants;
 mod record;
 mod replay;
+mod report;
 mod revise;
 mod run;
 mod sensed;
 mod shown;
 mod target;
+mod vocab;
 mod witness;
 
 use std::path::PathBuf;
@@ -29,26 +32,28 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use vac_contracts::{
-    Clause, ContractDocument, Grades, LabPaths, Rule, ServerIdentity, SkipReason, ToolDecl, derive,
-    graded_clauses, render,
+    Clause, ContractDocument, LabPaths, Rule, SkipReason, ToolDecl, graded_clauses,
 };
 use vac_sandbox::{Limits, RunAs, Sandbox, SandboxError};
 
+pub use contract::Derivation;
+use contract::manifest;
 pub use event::EventError;
-pub use plan::{
-    Isolation, PlannedCall, Plants, Purpose, has_path_argument, plan_tool, plan_witness,
-};
+pub use plan::{Isolation, has_path_argument, plan_tool, plan_witness};
 pub use record::campaign_start;
-pub use replay::{NoiseSeen, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
+pub use replay::{ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
+pub use report::{NoiseSeen, ProbeReport};
 pub use run::Quiet;
 pub use target::Target;
 pub(crate) use target::{described_http, error_chain};
+pub use vocab::{PlannedCall, Plants, Purpose};
 
 use crate::client::ClientOptions;
 use plan::{Block, MalformedTool, PlannedRun, ProbePlan, Scope};
 use record::Recorder;
-use run::{Role, RunOutput, RunPlan};
+use run::RunPlan;
 use target::Server;
+use vocab::{Role, RunOutput};
 
 /// What to probe and how.
 #[derive(Debug, Clone)]
@@ -115,59 +120,6 @@ pub fn user_of(uid: u32, gid: Option<u32>) -> RunAs {
             .map_or(uid, |user| user.gid.as_raw())
     });
     RunAs::User { uid, gid }
-}
-
-/// How the contract of a server without a contract document is derived.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Derivation {
-    /// From the annotations alone, spec defaults for absent hints (`--contract annotations`).
-    Annotations,
-    /// Declared hints where the server wrote them, the tools' intent elsewhere, and the
-    /// universal limits everywhere (`--contract intent`, the default).
-    #[default]
-    Intent,
-}
-
-impl Derivation {
-    /// The contract record's name, by which replay derives it again.
-    pub(crate) fn record_name(self) -> &'static str {
-        match self {
-            Derivation::Annotations => DERIVED,
-            Derivation::Intent => DERIVED_INTENT,
-        }
-    }
-
-    /// The record name's derivation, if it names one.
-    pub(crate) fn of_record(name: &str) -> Option<Self> {
-        match name {
-            DERIVED => Some(Derivation::Annotations),
-            DERIVED_INTENT => Some(Derivation::Intent),
-            _ => None,
-        }
-    }
-
-    /// The contract of `decls` in `lab`, and its rendered text, for the server `control`
-    /// met (its identity, and the prompts and resources it offered).
-    pub(crate) fn derive(
-        self,
-        decls: &[ToolDecl],
-        lab: &LabPaths,
-        control: &RunOutput,
-    ) -> (vac_contracts::Contract, String) {
-        let server = server_identity(control);
-        match self {
-            Derivation::Annotations => {
-                let contract = derive(decls);
-                let text = render(&contract, &server);
-                (contract, text)
-            }
-            Derivation::Intent => {
-                let contract = vac_contracts::derive_intent(decls, offers(control), lab);
-                let text = vac_contracts::render_intent(&contract, &server);
-                (contract, text)
-            }
-        }
-    }
 }
 
 /// A contract document's name (its path) and text, read by the caller.
@@ -239,59 +191,6 @@ pub enum ProbeError {
     #[error(transparent)]
     Input(#[from] inputs::InputError),
 }
-
-/// What a probe found: graded from its receipts alone ([`replay`]).
-#[derive(Debug)]
-pub struct ProbeReport {
-    pub target: String,
-    /// The receipt directory, absolute.
-    pub receipts: PathBuf,
-    pub head: String,
-    /// blake3 of the pre-registered contract; empty when no manifest was obtained.
-    pub contract: String,
-    pub protocol_version: Option<String>,
-    pub tools: usize,
-    /// The manifest's pages, whether it was complete, how many entries were malformed.
-    pub manifest: Option<Value>,
-    /// Why the server could not be audited at all (no manifest), if so.
-    pub failure: Option<String>,
-    pub grades: Option<Grades>,
-    pub runs: Vec<Value>,
-    /// Lines the server wrote to stdout that are text but not JSON-RPC, skipped as noise
-    /// (`protocol.stdout_clean`); not a tool's broken promise, so not a violation.
-    pub stdout_noise: NoiseSeen,
-    /// The conformance findings after `protocol.stdout_clean`, in the report's shape.
-    pub conformance: Vec<Value>,
-    /// Adaptive isolation: per tool, the run it was graded on (the shared run or its own)
-    /// and, for its own, what left the shared run in doubt. Empty for `per-tool`.
-    pub isolation: std::collections::BTreeMap<String, Value>,
-    /// Per tool (and the `(server)` row), what it was seen to do whatever its contract
-    /// says: per kind (`reads`, `writes`, `execs`, `reaches`, `listens`, `secrets_shown`,
-    /// `instructions_shown`, `manifest_changes`) its distinct targets.
-    pub profile: std::collections::BTreeMap<String, Value>,
-}
-
-impl ProbeReport {
-    /// Whether any cell is `confirmed`.
-    pub fn violation(&self) -> bool {
-        self.grades
-            .as_ref()
-            .is_some_and(|g| g.cells.iter().any(|c| c.verdict.name() == "confirmed"))
-    }
-
-    /// Whether any cell is `errored` (a sensor failed, a run crashed or timed out, a cap
-    /// was hit, a declaration was malformed).
-    pub fn errored(&self) -> bool {
-        self.grades
-            .as_ref()
-            .is_some_and(|g| g.cells.iter().any(|c| c.verdict.name() == "errored"))
-    }
-}
-
-/// The contract record's name when the contract was derived from the annotations.
-pub(crate) const DERIVED: &str = "derived from annotations";
-/// The contract record's name when it was derived from annotations and intent.
-pub(crate) const DERIVED_INTENT: &str = "derived from annotations and intent";
 
 /// Audits one server: control run, contract and plan pre-registered, subject runs, each
 /// recorded as it ends; then the verdicts graded from the receipts just written, recorded,
@@ -1162,71 +1061,6 @@ fn checked(document: ContractDocument) -> Result<ContractDocument, ProbeError> {
         .unwrap_or_default();
     document.resolve(&named, &LabPaths::at("/lab"))?;
     Ok(document)
-}
-
-/// The tools the control run listed, if it got that far: every entry, in manifest order.
-/// An entry that is not a valid declaration stays, as a placeholder whose cells error
-/// `malformed_tool`, and is listed with its raw JSON and the parse error.
-fn manifest(control: &RunOutput) -> Option<(Vec<ToolDecl>, Vec<MalformedTool>)> {
-    if control.failure.is_some() {
-        return None;
-    }
-    let raw = control.tools.as_ref()?.raw.as_array()?;
-    let (mut decls, mut malformed) = (Vec::new(), Vec::new());
-    for (index, entry) in raw.iter().enumerate() {
-        match serde_json::from_value::<ToolDecl>(entry.clone()) {
-            Ok(decl) => decls.push(decl),
-            Err(error) => {
-                let name = entry["name"]
-                    .as_str()
-                    .map_or_else(|| format!("#{index}"), str::to_string);
-                decls.extend(replay::placeholder(&name));
-                malformed.push(MalformedTool {
-                    index,
-                    name,
-                    error: error.to_string(),
-                    raw: entry.clone(),
-                });
-            }
-        }
-    }
-    Some((decls, malformed))
-}
-
-/// What the server offered beside its tools in the listing that was reviewed.
-fn offers(control: &RunOutput) -> vac_contracts::Offers {
-    vac_contracts::Offers {
-        lists: control.surface.is_some(),
-        entries: control
-            .surface
-            .as_ref()
-            .is_some_and(|s| !s.listed().is_empty()),
-    }
-}
-
-fn server_identity(control: &RunOutput) -> ServerIdentity {
-    ServerIdentity {
-        name: control
-            .server
-            .as_ref()
-            .map_or("unknown", |(name, _)| name.as_str())
-            .to_string(),
-        version: control.server.as_ref().map(|(_, version)| version.clone()),
-    }
-}
-
-/// One run in a report's `runs` list.
-fn summary(output: &RunOutput) -> Value {
-    json!({
-        "run": output.id,
-        "role": match output.role { Role::Control => "control", Role::Subject => "subject", Role::Relaunch => "relaunch" },
-        "tool": output.tool,
-        "calls": output.calls.len(),
-        "changes": output.changes.len(),
-        "frames": output.frame_stats.frames_seen,
-        "failure": output.failure.as_ref().map(|f| &f.detail),
-        "protocol_witness": witness::summary(&output.calls, &output.id),
-    })
 }
 
 /// The home the lab stands in for: that of the uid the server runs as.

@@ -7,8 +7,8 @@ use vac_contracts::evidence::{Failure, SelfTestEvidence, SensorFacts};
 use vac_contracts::{Basis, Call, Observation, RunError, Sensor, SensorState, SensorStatus};
 
 use super::effects;
-use super::plants::LabRecord;
-use super::run::{Reading, RunOutput};
+use super::vocab::LabRecord;
+use super::vocab::{Reading, RunOutput};
 use super::{sensed, shown, witness};
 
 /// An observation holding the control run's sensors and the planted canaries.
@@ -163,7 +163,7 @@ fn add_part(
     // A contained server's working directory is the lab's: the flip's path as the globs
     // see it. A remote server's is unknown: the path stays as it was named.
     let cwd = (!subject.remote).then_some(planted.work.as_path());
-    let mut witnessed: Vec<Vec<super::run::CallRecord>> = match blocks {
+    let mut witnessed: Vec<Vec<super::vocab::CallRecord>> = match blocks {
         None => vec![subject.calls.clone()],
         Some(blocks) => blocks
             .iter()
@@ -197,7 +197,7 @@ fn add_part(
         }
     }
     observation.sensors.extend(sensors(subject));
-    // A shared run is graded on only when it did not fail ([`super::adaptive`]).
+    // A shared run is graded on only when it did not fail (adaptive isolation).
     if let Some(failure) = subject.failure.as_ref().filter(|_| blocks.is_none()) {
         observation.errors.push(RunError {
             tool: subject.tool.clone(),

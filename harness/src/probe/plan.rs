@@ -11,6 +11,7 @@
 use std::path::Path;
 use vac_contracts::name_words as words;
 
+use super::vocab::{PlannedCall, Plants, Purpose};
 use serde_json::{Map, Value};
 
 /// What a probe will do, computed before its first tool call and recorded right after the
@@ -25,7 +26,7 @@ pub(crate) struct ProbePlan {
     pub(crate) isolation: String,
     /// blake3 of the pre-registered contract.
     pub(crate) contract: String,
-    pub(crate) lab: super::plants::LabRecord,
+    pub(crate) lab: super::vocab::LabRecord,
     pub(crate) runs: Vec<PlannedRun>,
     /// Tools the plan does not call, and why.
     pub(crate) not_called: Vec<(String, vac_contracts::SkipReason)>,
@@ -36,7 +37,7 @@ pub(crate) struct ProbePlan {
 /// One run of the plan.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PlannedRun {
-    pub(crate) role: super::run::Role,
+    pub(crate) role: super::vocab::Role,
     pub(crate) tool: Option<String>,
     /// The index the run's first call gets; indices are unique across the probe.
     pub(crate) first_index: usize,
@@ -120,99 +121,6 @@ pub(crate) struct MalformedTool {
     pub(crate) name: String,
     pub(crate) error: String,
     pub(crate) raw: Value,
-}
-
-/// One file of the resource kit: its name, its bytes, the words that ask for it.
-pub(crate) type KitFile = (&'static str, &'static [u8], &'static [&'static str]);
-
-/// Files the lab holds for read tools, as the server sees them.
-#[derive(Debug, Clone)]
-pub struct Plants {
-    /// The planted note, relative to the server's working directory.
-    pub note_relative: String,
-    /// The planted note, absolute.
-    pub note_absolute: String,
-    /// A never-existing path, unique to this probe.
-    pub nonce_path: String,
-    /// A token that must never come back (planted nowhere else).
-    pub canary: String,
-    /// Paths that leave the contract's declared scope (`..`, absolute, through the symlink
-    /// trap); empty when the contract declares no scope.
-    pub escapes: Vec<String>,
-    /// The planted git repository (relative, absolute), when the lab has one.
-    pub repository: Option<(String, String)>,
-    /// The resource kit's directory (relative, absolute) and its files with the words that
-    /// ask for each.
-    pub kit: Option<((String, String), &'static [KitFile])>,
-}
-
-/// One call the probe will make.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PlannedCall {
-    pub tool: String,
-    pub arguments: Map<String, Value>,
-    /// This call repeats the plan's call at this position with identical arguments.
-    pub repeat_of: Option<usize>,
-    /// A repeat whose states are graded (its tool's contract restricts `idempotent`): the
-    /// run waits for quiet before it, so the state it finds holds the first call's delayed
-    /// writes, and after it, so the state it leaves is whole. A repeat made only so that
-    /// its tool is called twice needs neither wait: what either call did is its tool's,
-    /// and the block's own wait for quiet follows.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub judged: bool,
-    /// What the call is for: the ordinary plan or a step of the protocol witness.
-    pub purpose: Purpose,
-}
-
-/// Why a call is made. The witness's two identical flip reads are not `repeat_of` each
-/// other: `idempotent` grades repeats, and the witness is a write witness, not a clause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Purpose {
-    /// A call of the ordinary plan.
-    #[default]
-    Normal,
-    /// The protocol witness's negative control: a nonce path read once, must read absent.
-    NegativeControl,
-    /// The first read of the flip's nonce path.
-    FlipFirst,
-    /// The second, byte-identical read of the flip's nonce path.
-    FlipSecond,
-    /// A producer tool's call made first in another tool's run, so that the state it makes
-    /// (an entity, a branch) is there for that tool's calls; its effects are its own.
-    Setup,
-    /// A contingent call, one per tool ([`retry_slot`]): made only when an earlier call of
-    /// the tool in its run was refused with an error that says what it wanted, with the
-    /// arguments that error asks for (`revise`); absent from the receipts otherwise.
-    Retry,
-}
-
-impl Purpose {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Normal => "normal",
-            Purpose::NegativeControl => "negative_control",
-            Purpose::FlipFirst => "flip_first",
-            Purpose::FlipSecond => "flip_second",
-            Purpose::Setup => "setup",
-            Purpose::Retry => "retry",
-        }
-    }
-}
-
-impl Plants {
-    /// The protocol witness's two nonce paths for the `ordinal`-th tool of the probe: the
-    /// negative control's and the flip's, never used by any other call of the probe.
-    pub fn witness_paths(&self, ordinal: usize) -> (String, String) {
-        let stem = self
-            .nonce_path
-            .strip_suffix(".md")
-            .unwrap_or(&self.nonce_path);
-        (
-            format!("{stem}-{ordinal}a.md"),
-            format!("{stem}-{ordinal}b.md"),
-        )
-    }
 }
 
 const PATH_NAMES: [&str; 10] = [

@@ -12,7 +12,7 @@ use vac_receipts::{
 
 use super::event;
 use super::plan::ProbePlan;
-use super::run::{self, Reading, RunOutput};
+use super::vocab::{Reading, RunOutput};
 use crate::client::Direction as FrameDirection;
 
 /// The first record of a log: this host, vac's version, the configuration (`config_bytes`
@@ -87,9 +87,9 @@ impl Recorder {
     ) -> Result<(), WriteError> {
         let run_id = output.id.clone();
         let role = match output.role {
-            run::Role::Control => Role::Control,
-            run::Role::Subject => Role::Subject,
-            run::Role::Relaunch => Role::Relaunch,
+            super::vocab::Role::Control => Role::Control,
+            super::vocab::Role::Subject => Role::Subject,
+            super::vocab::Role::Relaunch => Role::Relaunch,
         };
         self.writer.append(Body::RunStart(RunStart {
             run_id: run_id.clone(),

@@ -9,16 +9,16 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use vac_contracts::{
-    ContractDocument, ErrorKind, RunError, ToolDecl, grade as grade_cells, server_row,
-};
+use vac_contracts::{ContractDocument, ErrorKind, RunError, grade as grade_cells, server_row};
 use vac_receipts::{Body, ReceiptLog, SensorStatus};
 
 use super::conformance::Conformance;
+use super::contract::{Derivation, manifest};
 use super::event::{EventError, RunBuilder};
 use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
-use super::run::{Reading, Role, RunOutput};
-use super::{Derivation, ProbeReport, manifest, observe, record, summary};
+use super::report::{NoiseSeen, ProbeReport, summary};
+use super::vocab::{Reading, Role, RunOutput};
+use super::{observe, record};
 
 /// Why a receipt directory cannot be graded.
 #[derive(Debug, thiserror::Error)]
@@ -90,14 +90,6 @@ pub(crate) struct Recorded {
     pub(crate) noise: NoiseSeen,
     /// What the frames showed of the server's conformance (`conformance.rs`).
     pub(crate) conformance: Conformance,
-}
-
-/// The noise lines of a log: how many, and the first with its record.
-#[derive(Debug, Default, Clone)]
-pub struct NoiseSeen {
-    pub lines: u64,
-    /// `run`, `seq` (the frame record), `excerpt`, `why`.
-    pub first: Option<Value>,
 }
 
 /// Reads a receipt log (verified or not: the caller decides) into [`Recorded`], all but
@@ -615,18 +607,13 @@ pub(crate) fn canonical(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-/// Placeholder declarations for malformed entries, so their cells exist (and error).
-pub(crate) fn placeholder(name: &str) -> Option<ToolDecl> {
-    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).ok()
-}
-
 /// The subtraction and attribution stage on recorded events, for data-driven tests: lines
 /// of `{"lab": …}` (the plan's lab) and `{"run": "control"|"subject", "tool": …, "event":
 /// …, "payloads": ["text", …]}`; the result lists the subject's attributable effects
 /// (`class`, `path`, `attribution`; `canary` for reads, `argv` for execs) and the control's subtracted
 /// ones (`class`, `path`).
 pub fn observe_case(lines: &str) -> Result<Value, String> {
-    let mut lab: Option<super::plants::LabRecord> = None;
+    let mut lab: Option<super::vocab::LabRecord> = None;
     let mut control = RunBuilder::new("control".into(), Role::Control, None);
     let mut subject = RunBuilder::new("subject".into(), Role::Subject, None);
     for (number, line) in lines

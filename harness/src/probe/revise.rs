@@ -7,21 +7,11 @@
 
 use serde_json::{Map, Value};
 
-use super::plan::{PlannedCall, Purpose};
-use super::plants::{KIT, KIT_FILES, LabRecord, NOTE, note_line};
-use super::run::CallRecord;
-
-/// Why a retry's arguments are what they are: the refused call it revises, the rule that
-/// read its error, and the argument it changed (a JSON pointer into the arguments).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Revised {
-    /// The index of the refused call.
-    pub(crate) from: usize,
-    /// The rule that read its error (`file_kind`, `missing_file`, …, [`RULES`]).
-    pub(crate) rule: String,
-    /// The argument changed, as a JSON pointer (`/edits/0/oldText`).
-    pub(crate) argument: String,
-}
+use super::plants::{KIT, KIT_FILES, NOTE, note_line};
+use super::vocab::CallRecord;
+use super::vocab::LabRecord;
+use super::vocab::Revised;
+use super::vocab::{PlannedCall, Purpose};
 
 /// The lab's files as the server sees them: what a revision puts in an argument.
 pub(crate) struct Places {

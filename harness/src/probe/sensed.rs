@@ -12,7 +12,7 @@ use vac_contracts::evidence::{
 use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{Windows, normalise_text};
-use super::event::{ExecSeen, Lost, NetSeen};
+use super::vocab::{ExecSeen, Lost, NetSeen};
 use vac_contracts::detect::{canaries_in, credentials_in};
 
 const EXCERPT: usize = 200;

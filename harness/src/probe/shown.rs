@@ -14,8 +14,8 @@ use vac_contracts::evidence::{
 };
 use vac_contracts::{Attribution, Effect, EffectClass, SensorState};
 
-use super::plants::LabRecord;
-use super::run::{CallRecord, Role, RunOutput};
+use super::vocab::LabRecord;
+use super::vocab::{CallRecord, Role, RunOutput};
 use crate::client::CallError;
 use vac_contracts::detect::{
     Drift, credentials_in_result, excerpt, instructions_in_result, manifest_drift, reordered_only,

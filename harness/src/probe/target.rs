@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use vac_contracts::ErrorKind;
 use vac_sandbox::{Running, Sandbox};
 
-use super::run::RunFailure;
+use super::vocab::RunFailure;
 use crate::client::{Dial, HttpEndpoint};
 
 /// Why the other sensors of a remote target are absent.

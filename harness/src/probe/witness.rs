@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use vac_contracts::evidence::{Evidence, SelfTestEvidence, SensorFacts, WitnessRead, Witnessed};
 use vac_contracts::{Attribution, Effect, EffectClass, Sensor, SensorState, SensorStatus};
 
-use super::plan::Purpose;
-use super::run::CallRecord;
 use super::shown::shown;
+use super::vocab::CallRecord;
+use super::vocab::Purpose;
 use crate::client::CallError;
 use vac_contracts::detect::excerpt;
 
