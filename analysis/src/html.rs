@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::compare::Comparison;
 use crate::map::{Map, MapCell, ServerMap, Summary, ToolMap, VERDICTS};
+use crate::marks::{ratio_text, spoken, symbol};
 use crate::read::compact;
-use crate::render::{ratio_text, symbol};
 
 const CELL: u32 = 26;
 const LABEL: u32 = 380;
@@ -278,7 +278,7 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
             "<p class=\"meta\">server <code>{}</code> {} · protocol {} · {} probe{}</p>\n",
             esc(name),
             esc(s.version.as_deref().unwrap_or("")),
-            esc(&crate::render::spoken(s)),
+            esc(&spoken(s)),
             s.probes.len(),
             if s.probes.len() == 1 { "" } else { "s" }
         ));

@@ -17,6 +17,7 @@
 pub mod compare;
 pub mod html;
 pub mod map;
+pub mod marks;
 mod read;
 pub mod render;
 pub mod rows;

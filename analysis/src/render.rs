@@ -1,13 +1,14 @@
 //! Writing the outputs: every format rendered in memory first, then written beside its
 //! final name and renamed into place, so a failure leaves no output that looks complete.
 
+use crate::marks::{ratio_text, spoken, symbol};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::Analysis;
 use crate::compare::Comparison;
-use crate::map::{Map, ServerMap, Summary, VERDICTS};
+use crate::map::{Map, Summary, VERDICTS};
 use crate::read::AnalysisError;
 use crate::tables::{self, STATIC_TABLES, TABLES};
 
@@ -196,25 +197,6 @@ fn pretty(value: &serde_json::Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
     bytes
-}
-
-/// The glyph of a verdict: the map reads without colour.
-pub fn symbol(verdict: &str) -> &'static str {
-    match verdict {
-        "confirmed" => "✗",
-        "refuted" => "✓",
-        "skipped" => "–",
-        "errored" => "!",
-        _ => "·",
-    }
-}
-
-/// The protocol versions spoken with a server, or "unknown" when no probe recorded one.
-pub(crate) fn spoken(s: &ServerMap) -> String {
-    match s.protocols.is_empty() {
-        true => "unknown".to_owned(),
-        false => s.protocols.join(", "),
-    }
 }
 
 /// Summary then one matrix per server (tools × clauses).
@@ -413,11 +395,6 @@ fn static_markdown(md: &mut String, c: &Comparison) {
             ));
         }
     }
-}
-
-/// A precision or recall as three decimals, or `–` when there is nothing to divide.
-pub fn ratio_text(value: Option<f64>) -> String {
-    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.3}"))
 }
 
 fn md_escape(text: &str) -> String {

@@ -1,9 +1,8 @@
 //! The contract the annotations imply (SPEC §3.6), clause by clause, with spec defaults for
 //! absent hints. Each function returns the rule and its basis, the hints it rests on.
 
-use crate::contract::{ClauseRule, Contract, Rule, ToolContract};
-use crate::graded::GRADED;
-use crate::tool::{Annotations, ToolDecl};
+use crate::contract::Rule;
+use crate::tool::Annotations;
 
 /// The basis of rules every tool gets unless a contract document switches them off.
 pub(crate) const EVERY_TOOL: &str = "on for every tool (SPEC §3.6)";
@@ -34,33 +33,6 @@ pub fn rests_on(basis: &str) -> &'static str {
 
 /// The basis of the `fs.read` rule when no scope is declared.
 pub(crate) const NO_SCOPE: &str = "no scope declared: canary reads only";
-
-/// The contract the tools' annotations imply, for every graded clause; no tool has a
-/// `call` decision (SPEC §3.5 defaults apply).
-pub fn derive(tools: &[ToolDecl]) -> Contract {
-    Contract {
-        tools: tools.iter().map(derive_tool).collect(),
-        ..Contract::default()
-    }
-}
-
-pub(crate) fn derive_tool(decl: &ToolDecl) -> ToolContract {
-    ToolContract {
-        tool: decl.name.clone(),
-        call: None,
-        rules: GRADED
-            .iter()
-            .map(|spec| {
-                let (rule, basis) = (spec.derive)(&decl.annotations);
-                ClauseRule {
-                    clause: spec.clause,
-                    rule,
-                    basis,
-                }
-            })
-            .collect(),
-    }
-}
 
 /// Nothing allowed if read-only, otherwise nothing promised.
 fn unless_read_only(annotations: &Annotations) -> (Rule, String) {

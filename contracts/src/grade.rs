@@ -12,7 +12,8 @@ use crate::graded::{ClauseSpec, GRADED, Subject};
 use crate::observation::{
     Call, Effect, EffectClass, Observation, Sensor, SensorState, SensorStatus,
 };
-use crate::verdict::{Cell, ErrorKind, MAX_EVIDENCE, SkipReason, Verdict};
+use crate::reason::{ErrorKind, SkipReason};
+use crate::verdict::{Cell, MAX_EVIDENCE, Verdict};
 
 /// The verdict grid of one server, and the effects no cell could own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

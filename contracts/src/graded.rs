@@ -3,11 +3,38 @@
 //! them, and which calls it is about. Adding a clause is adding a row here.
 
 use crate::clause::Clause;
-use crate::contract::Rule;
+use crate::contract::{ClauseRule, Contract, Rule, ToolContract};
 use crate::derive as by;
 use crate::observation::{Effect, EffectClass, Sensor};
 use crate::pattern::PatternKind;
-use crate::tool::Annotations;
+use crate::tool::{Annotations, ToolDecl};
+
+/// The contract the tools' annotations imply, for every graded clause; no tool has a
+/// `call` decision (SPEC §3.5 defaults apply).
+pub fn derive(tools: &[ToolDecl]) -> Contract {
+    Contract {
+        tools: tools.iter().map(derive_tool).collect(),
+        ..Contract::default()
+    }
+}
+
+pub(crate) fn derive_tool(decl: &ToolDecl) -> ToolContract {
+    ToolContract {
+        tool: decl.name.clone(),
+        call: None,
+        rules: GRADED
+            .iter()
+            .map(|spec| {
+                let (rule, basis) = (spec.derive)(&decl.annotations);
+                ClauseRule {
+                    clause: spec.clause,
+                    rule,
+                    basis,
+                }
+            })
+            .collect(),
+    }
+}
 
 /// How one clause is derived and graded.
 pub(crate) struct ClauseSpec {

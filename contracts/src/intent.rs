@@ -477,7 +477,7 @@ pub(crate) fn server_contract(name: &str, offers: Offers, lab: &LabPaths) -> Too
 fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
     let words = Words::of(decl);
     let a = &decl.annotations;
-    let by_annotations = derive::derive_tool(decl);
+    let by_annotations = crate::graded::derive_tool(decl);
     let rules = GRADED
         .iter()
         .zip(by_annotations.rules)

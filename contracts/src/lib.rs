@@ -30,16 +30,18 @@ mod intent;
 mod observation;
 mod pattern;
 mod places;
+mod reason;
 mod tool;
 mod verdict;
 
 pub use clause::{Clause, UnknownClause};
 pub use compile::{CompileError, CompiledContract};
 pub use contract::{ClauseRule, Contract, Rule, ServerIdentity, ToolContract};
-pub use derive::{derive, rests_on};
+pub use derive::rests_on;
 pub use document::{ContractDocument, ContractError, LabPaths, Location, render, render_intent};
 pub use evidence::{Basis, Between, Evidence};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
+pub use graded::derive;
 pub use graded::graded_clauses;
 pub use intent::{Offers, SERVER_ROW, derive_intent, is_server_row, name_words, server_row};
 pub use observation::{
@@ -48,5 +50,6 @@ pub use observation::{
 };
 pub use pattern::PatternError;
 pub use places::{ACCOUNT_DATABASE, NEVER_READ, never_read};
+pub use reason::{ErrorKind, SkipReason};
 pub use tool::{Annotations, ToolDecl};
-pub use verdict::{Cell, ErrorKind, MAX_EVIDENCE, SkipReason, Verdict};
+pub use verdict::{Cell, MAX_EVIDENCE, Verdict};

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::evidence::EffectClass;
 use crate::evidence::{Evidence, Failure, SelfTestEvidence};
-use crate::verdict::{ErrorKind, SkipReason};
+use crate::reason::{ErrorKind, SkipReason};
 
 /// Everything the grader needs to know about the runs of one server.
 ///

@@ -283,7 +283,7 @@ fn cut(line: &str, width: usize) -> String {
 /// The terminal view of a campaign's map: a summary line per server, then its confirmed
 /// cells (every cell's symbol per tool with `all`), each line cut to `width`.
 pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
-    use vac_analysis::render::symbol;
+    use vac_analysis::marks::symbol;
     let mut out = String::new();
     let _ = writeln!(out, "== conformance map: {} ==", map.campaign);
     let line = |out: &mut String, text: String| {
@@ -398,7 +398,7 @@ pub fn static_table(
     comparison: Option<&vac_analysis::compare::Comparison>,
     width: usize,
 ) -> String {
-    use vac_analysis::render::{ratio_text, symbol};
+    use vac_analysis::marks::{ratio_text, symbol};
     let mut out = String::new();
     let line = |out: &mut String, text: String| {
         let _ = writeln!(out, "{}", cut(&text, width));

@@ -26,6 +26,7 @@ mod access;
 mod aside;
 mod bpf;
 mod cgroup;
+mod error;
 mod events;
 mod lab;
 mod limits;
@@ -45,6 +46,7 @@ mod witness;
 
 pub use access::{Access, AccessFilter, AccessLog, MAX_ACCESSES};
 pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
+pub use error::SandboxError;
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
@@ -60,9 +62,8 @@ pub use procs::{
     ProcSensorFailure, ProcessLog, UidChange,
 };
 pub use rundir::{RunDirError, own_mount_namespace};
-pub use sandbox::{
-    LimitHits, RunAs, Running, Sandbox, SandboxBuilder, SandboxError, Stopped, Termination,
-};
+pub use sandbox::{RunAs, Running, Sandbox, SandboxBuilder, Stopped};
+pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,
     OverlayWitness, SelfTest, UpperSnapshot, WitnessError, WitnessReport, layer_states,

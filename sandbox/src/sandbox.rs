@@ -18,73 +18,22 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use crate::access::{AccessFilter, AccessLog, AccessSensor};
-use crate::cgroup::{Cgroup, CgroupError, CgroupRoots};
+use crate::cgroup::CgroupRoots;
+use crate::error::SandboxError;
 use crate::events::LabEvents;
-use crate::lab::{Lab, LabError, LabView};
-use crate::limits::{InvalidLimit, Limits};
-use crate::mask::{self, MaskError, Visibility};
-use crate::message::{MESSAGE_LEN, Message, Stage};
+use crate::lab::{Lab, LabView};
+use crate::limits::Limits;
+use crate::mask::{self, Visibility};
+use crate::message::{MESSAGE_LEN, Message};
 use crate::net::probe::NetProbe;
 use crate::net::{NetSelfTest, NetSensor, NetworkLog, Sinkhole, SinkholeOptions};
 use crate::procs::{ProcSensor, ProcessLog};
 use crate::rootfs::{self, RootfsPlan};
-use crate::rundir::{RunDir, RunDirError};
+use crate::rundir::RunDir;
 use crate::stages::{self, ChildFds, ChildPlan};
 use crate::sys;
-use crate::teardown::Guard;
+use crate::teardown::{Guard, LimitHits, Termination};
 use crate::witness::{Marker, OverlayWitness};
-
-/// Why a run could not be prepared, started or torn down. Each variant names its input.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    #[error("the command is empty")]
-    EmptyCommand,
-    #[error("command {command:?} was not found inside the sandbox (searched {searched})")]
-    CommandNotFound { command: String, searched: String },
-    #[error(transparent)]
-    Limit(#[from] InvalidLimit),
-    #[error(transparent)]
-    Lab(#[from] LabError),
-    #[error(transparent)]
-    Mask(#[from] MaskError),
-    #[error(
-        "the sandbox needs root for namespaces, mounts and cgroups; this process runs as uid {uid}"
-    )]
-    NotRoot { uid: u32 },
-    #[error("a sandbox must be spawned inside a tokio runtime")]
-    NoRuntime,
-    #[error(transparent)]
-    RunDir(#[from] RunDirError),
-    #[error(transparent)]
-    Cgroup(#[from] CgroupError),
-    #[error("sandbox setup failed while {stage}")]
-    Setup {
-        stage: Stage,
-        #[source]
-        errno: Errno,
-    },
-    #[error("cannot start {command:?} in the sandbox ({stage})")]
-    Start {
-        command: String,
-        stage: Stage,
-        #[source]
-        errno: Errno,
-    },
-    #[error("the sandbox stopped answering while {waiting_for}")]
-    Lost { waiting_for: &'static str },
-    #[error("cannot {what}")]
-    Host {
-        what: &'static str,
-        #[source]
-        errno: Errno,
-    },
-    #[error("cannot watch the lab")]
-    Events(#[source] std::io::Error),
-    #[error("cannot start the process sensor")]
-    ProcessSensor(#[from] crate::procs::ProcError),
-    #[error("processes {pids:?} of run {run} survived teardown and were killed")]
-    Survivors { run: String, pids: Vec<i32> },
-}
 
 /// Which user the program runs as. Capabilities are dropped either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -568,17 +517,6 @@ impl Sandbox {
     }
 }
 
-/// How the program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    Exited(i32),
-    Signaled(i32),
-    /// The wall-clock limit ran out and the run was killed.
-    WallClockExceeded,
-    /// The sandbox's init vanished without reporting the program's end.
-    Lost,
-}
-
 /// A live run.
 #[derive(Debug)]
 pub struct Running {
@@ -788,22 +726,6 @@ impl Running {
             guard: std::mem::replace(&mut self.guard, Guard::new(String::new(), false)),
         };
         killed.map(|()| stopped)
-    }
-}
-
-/// How often the kernel refused the run something because of a limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LimitHits {
-    pub pids: u64,
-    pub memory: u64,
-}
-
-impl LimitHits {
-    pub(crate) fn of(cgroup: &Cgroup) -> LimitHits {
-        LimitHits {
-            pids: cgroup.pids_limit_hits().unwrap_or(0),
-            memory: cgroup.memory_limit_hits().unwrap_or(0),
-        }
     }
 }
 

@@ -16,10 +16,10 @@ use tokio::sync::watch;
 
 use crate::access::{AccessLog, AccessSensor};
 use crate::cgroup::Cgroup;
+use crate::error::SandboxError;
 use crate::message::{MESSAGE_LEN, Message};
 use crate::procs::{ProcSensor, ProcessLog};
 use crate::rundir::RunDir;
-use crate::sandbox::{LimitHits, SandboxError, Termination};
 use crate::sys;
 
 /// Tears a run down whatever happened: kills the tree, removes the cgroup, unmounts.
@@ -168,6 +168,33 @@ impl Drop for Guard {
         }
         if let Err(error) = self.release() {
             tracing::warn!(run = %self.id, %error, "sandbox teardown");
+        }
+    }
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    Exited(i32),
+    Signaled(i32),
+    /// The wall-clock limit ran out and the run was killed.
+    WallClockExceeded,
+    /// The sandbox's init vanished without reporting the program's end.
+    Lost,
+}
+
+/// How often the kernel refused the run something because of a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitHits {
+    pub pids: u64,
+    pub memory: u64,
+}
+
+impl LimitHits {
+    pub(crate) fn of(cgroup: &Cgroup) -> LimitHits {
+        LimitHits {
+            pids: cgroup.pids_limit_hits().unwrap_or(0),
+            memory: cgroup.memory_limit_hits().unwrap_or(0),
         }
     }
 }

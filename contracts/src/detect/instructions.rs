@@ -44,64 +44,13 @@ use serde_json::Value;
 
 use super::phrases::signals;
 use super::secrets::is_zero_width;
+use super::signal::{Hit, Signal};
 use super::{Segment, excerpt, segments, tag_text};
 use crate::evidence::{InstructionsShown, Shown, SignalHit};
 
 /// A string scoring this much is instruction-like.
 pub const THRESHOLD: u32 = 3;
 const EXCERPT: usize = 240;
-
-/// What a string was flagged for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Signal {
-    Override,
-    Secrecy,
-    ChatMarker,
-    AddressesModel,
-    ImportantDirective,
-    Exfiltration,
-    SecretAccess,
-    HiddenText,
-    ToolCall,
-    Mandate,
-}
-
-impl Signal {
-    pub fn weight(self) -> u32 {
-        match self {
-            Signal::Override | Signal::Secrecy => 3,
-            Signal::ChatMarker
-            | Signal::AddressesModel
-            | Signal::ImportantDirective
-            | Signal::Exfiltration
-            | Signal::SecretAccess
-            | Signal::HiddenText => 2,
-            Signal::ToolCall | Signal::Mandate => 1,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Signal::Override => "override",
-            Signal::Secrecy => "secrecy",
-            Signal::ChatMarker => "chat_marker",
-            Signal::AddressesModel => "addresses_model",
-            Signal::ImportantDirective => "important_directive",
-            Signal::Exfiltration => "exfiltration",
-            Signal::SecretAccess => "secret_access",
-            Signal::HiddenText => "hidden_text",
-            Signal::ToolCall => "tool_call",
-            Signal::Mandate => "mandate",
-        }
-    }
-}
-
-/// One signal and the words that raised it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit {
-    pub signal: Signal,
-    pub matched: String,
-}
 
 /// A string of a result that reads as instructions to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]

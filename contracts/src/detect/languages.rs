@@ -13,8 +13,8 @@
 //! previous instructions" in any language does not match; secrecy needs a negation, a verb
 //! of telling and the user.
 
-use super::instructions::{Hit, Signal};
-use super::phrases::in_set;
+use super::signal::in_set;
+use super::signal::{Hit, Signal};
 
 /// How a rule's text is cut before matching.
 #[derive(Clone, Copy)]

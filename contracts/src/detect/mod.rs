@@ -23,13 +23,15 @@ mod instructions;
 mod languages;
 mod phrases;
 mod secrets;
+mod signal;
 
 use serde_json::Value;
 
 pub use credentials::{CredentialFinding, credentials_in, credentials_in_result};
 pub use drift::{Drift, manifest_drift, reordered_only};
-pub use instructions::{Hit, InstructionFinding, Signal, THRESHOLD, instructions_in_result};
+pub use instructions::{InstructionFinding, THRESHOLD, instructions_in_result};
 pub use secrets::{canaries_in, is_zero_width, secrets_in_result};
+pub use signal::{Hit, Signal};
 
 /// One string of a JSON document and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

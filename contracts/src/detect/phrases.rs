@@ -5,7 +5,7 @@
 //! than words: `important_directive` (a label, a colon, then a model action) and
 //! `secret_access` (a request verb shortly before a credential's name).
 
-use super::instructions::{Hit, Signal};
+use super::signal::{Hit, Signal, in_set};
 
 /// The signals present in normalised text, one hit each.
 pub(super) fn signals(text: &str) -> Vec<Hit> {
@@ -504,14 +504,6 @@ fn match_at(words: &[&str], at: usize, steps: &[Step]) -> Option<usize> {
             .take_while(|n| at + n <= words.len())
             .find_map(|n| match_at(words, at + n, rest)),
     }
-}
-
-/// Whether `word` is in `set`; an entry ending in `*` matches any word it begins.
-pub(super) fn in_set(word: &str, set: &[&str]) -> bool {
-    set.iter().any(|entry| match entry.strip_suffix('*') {
-        Some(stem) => word.starts_with(stem),
-        None => word == *entry,
-    })
 }
 
 /// `read_note`, `list_projects`: lowercase words joined by underscores.

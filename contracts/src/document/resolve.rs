@@ -5,8 +5,8 @@
 use crate::clause::Clause;
 use crate::compile::CompiledContract;
 use crate::contract::{ClauseRule, Contract, Rule, ToolContract};
-use crate::derive::derive_tool;
 use crate::graded;
+use crate::graded::derive_tool;
 use crate::pattern;
 use crate::tool::ToolDecl;
 

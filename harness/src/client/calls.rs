@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{CallError, ClientError};
-use super::link::Asked;
 use super::session::{Answer, McpSession};
+use super::shared::Asked;
 
 /// The server's manifest as `tools/list` returned it, across all pages.
 #[derive(Debug, Clone, PartialEq)]

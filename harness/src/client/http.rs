@@ -40,10 +40,10 @@ use super::endpoint::HttpEndpoint;
 use super::error::Fault;
 use super::frame::{Direction, FrameLog};
 use super::lines::{Parsed, parse_line};
-use super::link::LinkShared;
 use super::options::{ClientOptions, ServerOutput};
 use super::param_headers::{self, ParamHeaders};
 use super::pump::pump_stderr;
+use super::shared::LinkShared;
 use super::sse::{SseItem, SseSplitter};
 
 const SESSION_ID: &str = "mcp-session-id";
@@ -88,7 +88,7 @@ pub(crate) struct HttpTransport {
     http: Arc<HttpShared>,
 }
 
-/// The HTTP side of a session's [`super::link::Link`]: records the server's output and
+/// The HTTP side of a session's link (`link.rs`): records the server's output and
 /// stops every connection at shutdown.
 pub(crate) struct HttpLink {
     http: Arc<HttpShared>,

@@ -22,6 +22,7 @@ mod options;
 mod param_headers;
 mod pump;
 mod session;
+mod shared;
 mod sse;
 mod surface;
 mod transport;
@@ -30,12 +31,12 @@ pub use calls::{CallOutcome, ToolList};
 pub use endpoint::{Dial, HttpEndpoint, TlsError, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
-pub use link::{ASKED_METHODS, Asked};
 pub use options::{
     ClientOptions, DEFAULT_PROTOCOL, Header, Protocol, STATELESS_PROTOCOL, ServerOutput,
     ServerStreams,
 };
 pub use session::McpSession;
+pub use shared::{ASKED_METHODS, Asked};
 pub use surface::{MAX_SURFACE_READS, Surface, SurfaceRead};
 
 /// How a recorded line is classified: the one classification the pump and the replay of

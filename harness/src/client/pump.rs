@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, watch};
 use super::error::Fault;
 use super::frame::{Direction, FrameLog};
 use super::lines::{Line, LineSplitter, Parsed, parse_line};
-use super::link::{LinkShared, MAX_NOISE_LINES};
 use super::options::{BoxRead, ClientOptions};
+use super::shared::{LinkShared, MAX_NOISE_LINES};
 
 const CHUNK: usize = 64 * 1024;
 

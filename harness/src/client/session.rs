@@ -23,8 +23,9 @@ use tokio::time::Instant;
 use super::endpoint::HttpEndpoint;
 use super::error::ClientError;
 use super::frame::FrameLog;
-use super::link::{Link, Noise};
+use super::link::Link;
 use super::options::{ClientOptions, Protocol, ServerOutput, ServerStreams};
+use super::shared::Noise;
 
 /// Added to the request timeout before vac stops waiting on the SDK itself, which enforces
 /// the timeout first and sends `notifications/cancelled`.

@@ -9,8 +9,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::frame::{Direction, FrameLog};
-use super::link::LinkShared;
 use super::options::BoxWrite;
+use super::shared::LinkShared;
 
 /// Receives what the stdout pump already recorded and parsed; writes and records every
 /// line the SDK sends.
