@@ -60,6 +60,30 @@ impl Exit {
             .map_or(3, |(_, code, _)| *code)
     }
 
+    /// The exit whose code this is; `None` for a code the table does not hold.
+    pub fn from_code(code: u8) -> Option<Exit> {
+        TABLE
+            .iter()
+            .find(|(_, c, _)| *c == code)
+            .map(|(exit, _, _)| *exit)
+    }
+
+    /// How a campaign ends — the same for `vac campaign run`, `resume`, `merge` and `vac
+    /// report` of its directory — from how each of its probes ended: 1 if any confirmed a
+    /// violation; else 5 if any did not end clean (it could not run, timed out, or has an
+    /// errored cell: a target that could not be audited is never a clean bill); else 0.
+    pub fn of_campaign(members: impl IntoIterator<Item = Exit>) -> Exit {
+        let mut exit = Exit::Clean;
+        for member in members {
+            match member {
+                Exit::Violation => return Exit::Violation,
+                Exit::Clean => {}
+                _ => exit = Exit::Incomplete,
+            }
+        }
+        exit
+    }
+
     /// How a probe ends — the same for `vac probe` and `vac report` of its receipts.
     pub fn of(report: &ProbeReport) -> Exit {
         if report.failure.is_some() {
@@ -83,6 +107,30 @@ impl From<Exit> for ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_campaign_ends_as_its_worst_probe_and_a_target_that_could_not_run_is_never_clean() {
+        use Exit::*;
+        let cases: [(&[Exit], Exit); 6] = [
+            (&[], Clean),
+            (&[Clean, Clean], Clean),
+            (&[Clean, CouldNotRun], Incomplete),
+            (&[CouldNotRun], Incomplete),
+            (&[Incomplete, Violation, CouldNotRun], Violation),
+            (&[Broken, Clean], Incomplete),
+        ];
+        for (members, expected) in cases {
+            assert_eq!(
+                Exit::of_campaign(members.iter().copied()),
+                expected,
+                "{members:?}"
+            );
+        }
+        for (exit, code, _) in TABLE {
+            assert_eq!(Exit::from_code(code), Some(exit));
+        }
+        assert_eq!(Exit::from_code(9), None);
+    }
 
     #[test]
     fn the_readme_documents_exactly_the_codes_of_the_table() {

@@ -1130,7 +1130,23 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         };
         if !single {
             print!("{}", report::map_summary(&analysis.map, args.all, width()));
-            exit = map_exit(&analysis.map);
+            exit = match vac_harness::campaign::is_campaign(&args.dir) {
+                // As the campaign ended: every member, the ones the map has no row for too.
+                true => match vac_harness::campaign::members(&args.dir) {
+                    Ok(members) => {
+                        Exit::of_campaign(members.iter().map(vac_harness::campaign::member_exit))
+                    }
+                    Err(error) => {
+                        println!(
+                            "{}: BROKEN: {:#}",
+                            args.dir.display(),
+                            anyhow::Error::new(error)
+                        );
+                        return Ok(Exit::Broken.into());
+                    }
+                },
+                false => map_exit(&analysis.map),
+            };
         }
         if let Some(out) = &args.out {
             let written = write_map(&analysis, &args.dir, out, args.format.clone())?;
@@ -1143,16 +1159,15 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(exit.into())
 }
 
-/// How a campaign ends: as its worst probe would.
+/// How a directory of probes that is not a campaign ends: as its worst probe's cells.
 fn map_exit(map: &vac_analysis::Map) -> Exit {
     let totals = map.totals();
-    if totals.confirmed > 0 {
-        Exit::Violation
-    } else if totals.errored > 0 {
-        Exit::Incomplete
-    } else {
-        Exit::Clean
-    }
+    let worst = match (totals.confirmed > 0, totals.errored > 0) {
+        (true, _) => Exit::Violation,
+        (false, true) => Exit::Incomplete,
+        (false, false) => Exit::Clean,
+    };
+    Exit::of_campaign([worst])
 }
 
 /// Renders the map of `dir` into `out`; returns the line that says where.

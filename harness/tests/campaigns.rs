@@ -482,3 +482,44 @@ fn a_probe_past_its_wall_time_budget_is_stopped_and_recorded_timed_out() {
         .collect();
     assert!(left.is_empty(), "the server outlived its budget: {left:?}");
 }
+
+#[test]
+fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
+    let test = "a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("mixed.toml");
+    // The honest twin, clean on its own, and a program that is not an MCP server.
+    std::fs::write(
+        &file,
+        "name = \"mixed\"\n\n[[target]]\nid = \"honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"not-mcp\"\ncommand = [\"/bin/true\"]\n",
+    )
+    .unwrap();
+    let run = vac_in(
+        tmp.path(),
+        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "a target that could not be audited leaves the campaign incomplete: {run:?}"
+    );
+    let dir = tmp.path().join("runs/mixed");
+    let listed = members(&dir);
+    let status = |id: &str| {
+        listed
+            .iter()
+            .find(|m| m["target"] == id)
+            .map(|m| m["status"].clone())
+    };
+    assert_eq!(status("honest"), Some(Value::from("completed")));
+    assert_eq!(status("not-mcp"), Some(Value::from("failed")));
+    let report = vac_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(
+        report.status.code(),
+        run.status.code(),
+        "vac report exits as the campaign did: {report:?}"
+    );
+}

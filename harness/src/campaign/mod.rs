@@ -128,24 +128,19 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// How a campaign exits: 1 if any probe confirmed a violation; else 5 if any probe
-    /// could not run, timed out or has an errored cell; else 0.
+    /// How a campaign exits ([`Exit::of_campaign`] over its members).
     pub fn exit(&self) -> Exit {
-        if self
-            .members
-            .iter()
-            .any(|m| m.exit == Exit::Violation.code())
-        {
-            Exit::Violation
-        } else if self
-            .members
-            .iter()
-            .any(|m| m.status != "completed" || m.exit != Exit::Clean.code())
-        {
-            Exit::Incomplete
-        } else {
-            Exit::Clean
-        }
+        Exit::of_campaign(self.members.iter().map(member_exit))
+    }
+}
+
+/// How one member of a campaign ended, as its record says: its probe's exit, and never
+/// clean when it did not complete.
+pub fn member_exit(member: &Member) -> Exit {
+    match Exit::from_code(member.exit) {
+        Some(Exit::Clean) if member.status != "completed" => Exit::Incomplete,
+        Some(exit) => exit,
+        None => Exit::Incomplete,
     }
 }
 
