@@ -37,8 +37,12 @@ pub enum AnalysisError {
     #[error("{}: BROKEN: {source}", dir.display())]
     Broken { dir: PathBuf, source: VerifyError },
     /// A chain that verifies but is not what a finished probe writes.
-    #[error("{}: {detail}", dir.display())]
-    Incomplete { dir: PathBuf, detail: String },
+    #[error("{}: {source}", dir.display())]
+    Incomplete {
+        dir: PathBuf,
+        #[source]
+        source: Unfinished,
+    },
     /// An output could not be written.
     #[error("{}: cannot write: {source}", path.display())]
     Write {
@@ -46,8 +50,25 @@ pub enum AnalysisError {
         source: std::io::Error,
     },
     /// polars refused a table.
-    #[error("table {table}: {detail}")]
-    Table { table: &'static str, detail: String },
+    #[error("table {table}: {source}")]
+    Table {
+        table: &'static str,
+        #[source]
+        source: polars::prelude::PolarsError,
+    },
+}
+
+/// Why a verified log holds no whole probe.
+#[derive(Debug, thiserror::Error)]
+pub enum Unfinished {
+    #[error("the log has no campaign_start")]
+    NoStart,
+    #[error("run {0} was never closed")]
+    RunOpen(String),
+    #[error("its head is {head}, but the campaign log lists {listed}")]
+    HeadNotListed { head: String, listed: String },
+    #[error("the effects table cannot be closed: {0}")]
+    Effects(#[from] polars::prelude::PolarsError),
 }
 
 impl AnalysisError {
@@ -186,10 +207,10 @@ pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
                             (Some(listed), Some(probe)) if *listed != probe.head => {
                                 return Err(AnalysisError::Incomplete {
                                     dir: dir.clone(),
-                                    detail: format!(
-                                        "its head is {}, but the campaign log lists {listed}",
-                                        probe.head
-                                    ),
+                                    source: Unfinished::HeadNotListed {
+                                        head: probe.head.to_string(),
+                                        listed: listed.clone(),
+                                    },
                                 });
                             }
                             _ => {}
@@ -249,9 +270,9 @@ fn read_probe(dir: &Path, name: String) -> Result<Rows, AnalysisError> {
     )?;
     let mut probe = reader
         .finish()
-        .map_err(|detail| AnalysisError::Incomplete {
+        .map_err(|source| AnalysisError::Incomplete {
             dir: dir.to_path_buf(),
-            detail,
+            source,
         })?;
     for p in &mut probe.probes {
         p.head = verified.head.to_string();
@@ -611,12 +632,12 @@ impl ProbeReader {
         }
     }
 
-    fn finish(self) -> Result<Rows, String> {
+    fn finish(self) -> Result<Rows, Unfinished> {
         let Some(mut probe) = self.probe else {
-            return Err("the log has no campaign_start".to_string());
+            return Err(Unfinished::NoStart);
         };
         if let Some(open) = self.rows.runs.iter().find(|r| r.end_seq.is_none()) {
-            return Err(format!("run {} was never closed", open.run_id));
+            return Err(Unfinished::RunOpen(open.run_id.to_string()));
         }
         if probe.server.is_empty() {
             probe.server = probe

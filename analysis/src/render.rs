@@ -46,17 +46,19 @@ impl Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
         Format::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown format {s:?} (one of {})", names.join(", "))
-            })
+            .ok_or_else(|| UnknownFormat(s.to_owned()))
     }
 }
+
+/// A `--format` that names no format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format {0:?} (one of {names})", names = Format::ALL.map(Format::name).join(", "))]
+pub struct UnknownFormat(pub String);
 
 /// What to render and how results name their files.
 #[derive(Clone, Debug)]
@@ -113,7 +115,10 @@ pub fn files(
 fn table_files(
     analysis: &Analysis,
     extension: &str,
-    write: fn(&mut polars::prelude::DataFrame, &mut Vec<u8>) -> Result<(), String>,
+    write: fn(
+        &mut polars::prelude::DataFrame,
+        &mut Vec<u8>,
+    ) -> Result<(), polars::prelude::PolarsError>,
     out: &mut Vec<(String, Vec<u8>)>,
 ) -> Result<(), AnalysisError> {
     let names = TABLES
@@ -131,9 +136,9 @@ fn table_files(
             true => tables::static_table(&analysis.findings, &analysis.comparison, name)?,
         };
         let mut bytes = Vec::new();
-        write(&mut df, &mut bytes).map_err(|detail| AnalysisError::Table {
+        write(&mut df, &mut bytes).map_err(|source| AnalysisError::Table {
             table: name,
-            detail,
+            source,
         })?;
         out.push((format!("tables/{name}.{extension}"), bytes));
     }

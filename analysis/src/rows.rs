@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use polars::prelude::{Column, DataFrame, IntoColumn, StringChunkedBuilder};
+use polars::prelude::{Column, DataFrame, IntoColumn, PolarsError, StringChunkedBuilder};
 use serde_json::Value;
 use vac_receipts::Json;
 
@@ -140,7 +140,7 @@ impl Effects {
     }
 
     /// Closes the rows pushed so far into a chunk.
-    pub(crate) fn seal(&mut self) -> Result<(), String> {
+    pub(crate) fn seal(&mut self) -> Result<(), PolarsError> {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
@@ -157,13 +157,13 @@ impl Effects {
             Column::new("t_ns".into(), open.t_ns),
             detail,
         ];
-        let chunk = DataFrame::new_infer_height(columns).map_err(|e| e.to_string())?;
+        let chunk = DataFrame::new_infer_height(columns)?;
         self.chunks.push(chunk);
         Ok(())
     }
 
     /// The whole table: the chunks stacked (without copying their data).
-    pub fn frame(&self) -> Result<DataFrame, String> {
+    pub fn frame(&self) -> Result<DataFrame, PolarsError> {
         let mut chunks = self.chunks.iter();
         let Some(first) = chunks.next() else {
             let columns = Effects::COLUMNS
@@ -174,11 +174,11 @@ impl Effects {
                     _ => Column::new(name.into(), Vec::<&str>::new()),
                 })
                 .collect();
-            return DataFrame::new_infer_height(columns).map_err(|e| e.to_string());
+            return DataFrame::new_infer_height(columns);
         };
         let mut all = first.clone();
         for chunk in chunks {
-            all.vstack_mut(chunk).map_err(|e| e.to_string())?;
+            all.vstack_mut(chunk)?;
         }
         Ok(all)
     }

@@ -4,7 +4,8 @@
 use std::io::Write;
 
 use polars::prelude::{
-    Column, CsvWriter, DataFrame, ParquetCompression, ParquetWriter, SerWriter, StatisticsOptions,
+    Column, CsvWriter, DataFrame, ParquetCompression, ParquetWriter, PolarsError, SerWriter,
+    StatisticsOptions,
 };
 
 use crate::read::{AnalysisError, compact};
@@ -118,9 +119,9 @@ pub fn static_table(
         }
         _ => unreachable!("not a static table: {name}"),
     };
-    DataFrame::new_infer_height(columns).map_err(|e| AnalysisError::Table {
+    DataFrame::new_infer_height(columns).map_err(|source| AnalysisError::Table {
         table: name,
-        detail: e.to_string(),
+        source,
     })
 }
 
@@ -128,9 +129,9 @@ pub fn static_table(
 pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError> {
     if name == "effects" {
         // Built as columns while reading.
-        return rows.effects.frame().map_err(|detail| AnalysisError::Table {
+        return rows.effects.frame().map_err(|source| AnalysisError::Table {
             table: name,
-            detail,
+            source,
         });
     }
     let columns = match name {
@@ -264,9 +265,9 @@ pub fn table(rows: &Rows, name: &'static str) -> Result<DataFrame, AnalysisError
         }
         _ => unreachable!("not a table: {name}"),
     };
-    DataFrame::new_infer_height(columns).map_err(|e| AnalysisError::Table {
+    DataFrame::new_infer_height(columns).map_err(|source| AnalysisError::Table {
         table: name,
-        detail: e.to_string(),
+        source,
     })
 }
 
@@ -335,14 +336,14 @@ fn opt_bool(name: &str, values: impl Iterator<Item = Option<bool>>) -> Column {
 }
 
 /// A table as CSV: header line, `\n` line ends, polars' quoting.
-pub fn write_csv(df: &mut DataFrame, out: &mut impl Write) -> Result<(), String> {
-    CsvWriter::new(out).finish(df).map_err(|e| e.to_string())
+pub fn write_csv(df: &mut DataFrame, out: &mut impl Write) -> Result<(), PolarsError> {
+    CsvWriter::new(out).finish(df)
 }
 
 /// A table as Parquet with fixed settings, so the same rows give the same bytes:
 /// zstd pages at its default level, no statistics, one row group per 65,536 rows, columns written in
 /// order.
-pub fn write_parquet(df: &mut DataFrame, out: &mut impl Write) -> Result<(), String> {
+pub fn write_parquet(df: &mut DataFrame, out: &mut impl Write) -> Result<(), PolarsError> {
     ParquetWriter::new(out)
         .with_compression(ParquetCompression::Zstd(None))
         .with_statistics(StatisticsOptions::empty())
@@ -350,5 +351,4 @@ pub fn write_parquet(df: &mut DataFrame, out: &mut impl Write) -> Result<(), Str
         .set_parallel(false)
         .finish(df)
         .map(|_| ())
-        .map_err(|e| e.to_string())
 }

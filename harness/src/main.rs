@@ -164,7 +164,7 @@ struct ProbeArgs {
 }
 
 /// `PORT` or `PORT/PATH`.
-fn parse_http(text: &str) -> Result<(u16, String), String> {
+fn parse_http(text: &str) -> Result<(u16, String), vac_harness::PortError> {
     vac_harness::http_port(text)
 }
 
@@ -191,7 +191,7 @@ struct ReportArgs {
     format: Vec<vac_analysis::Format>,
 }
 
-fn parse_format(text: &str) -> Result<vac_analysis::Format, String> {
+fn parse_format(text: &str) -> Result<vac_analysis::Format, vac_analysis::render::UnknownFormat> {
     text.parse()
 }
 
@@ -949,7 +949,7 @@ fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 
 /// `vac campaign run|resume|merge|check`.
 fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
-    use vac_harness::campaign::{self, Campaign, Progress, RunError, Shard};
+    use vac_harness::campaign::{self, Campaign, Progress, RunError, Shard, ShardError};
     let progress = |quiet: bool| {
         use std::io::IsTerminal;
         match (quiet, std::io::stderr().is_terminal()) {
@@ -958,14 +958,14 @@ fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
             (false, false) => Progress::Lines,
         }
     };
-    let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, String> {
+    let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, ShardError> {
         match &args.shard {
             Some(text) => Shard::parse(text).map(Some),
             None => Shard::from_env(&|name| std::env::var(name).ok(), args.shards),
         }
     };
-    let load = |args: &CampaignRunArgs| -> Result<(Campaign, Option<Shard>), String> {
-        let mut campaign = Campaign::load(&args.file).map_err(|e| e.to_string())?;
+    let load = |args: &CampaignRunArgs| -> anyhow::Result<(Campaign, Option<Shard>)> {
+        let mut campaign = Campaign::load(&args.file)?;
         if let Some(out) = &args.out {
             campaign.out = out.clone();
         }
@@ -1487,8 +1487,9 @@ fn init_tracing() {
         .init();
 }
 
-fn parse_isolation(name: &str) -> Result<vac_harness::probe::Isolation, String> {
-    vac_harness::probe::Isolation::parse(name).ok_or_else(|| {
-        format!("unknown isolation {name:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")")
-    })
+fn parse_isolation(
+    name: &str,
+) -> Result<vac_harness::probe::Isolation, vac_harness::probe::UnknownIsolation> {
+    vac_harness::probe::Isolation::parse(name)
+        .ok_or_else(|| vac_harness::probe::UnknownIsolation(name.to_owned()))
 }

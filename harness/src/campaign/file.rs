@@ -99,12 +99,24 @@ pub enum Credential {
 impl Credential {
     /// The header, read from the environment now; an error names the key and the
     /// variable, never a value.
-    pub fn header(&self) -> Result<crate::client::Header, String> {
+    pub fn header(&self) -> Result<crate::client::Header, TargetError> {
         match self {
-            Credential::Bearer { var } => crate::client::Header::bearer_from_env(var)
-                .map_err(|e| format!("bearer_env {var}: {e}")),
-            Credential::Header { name, var } => crate::client::Header::from_env(name, var)
-                .map_err(|e| format!("header_env {name}: {e}")),
+            Credential::Bearer { var } => {
+                crate::client::Header::bearer_from_env(var).map_err(|source| {
+                    TargetError::BearerEnv {
+                        var: var.clone(),
+                        source,
+                    }
+                })
+            }
+            Credential::Header { name, var } => {
+                crate::client::Header::from_env(name, var).map_err(|source| {
+                    TargetError::HeaderEnv {
+                        name: name.clone(),
+                        source,
+                    }
+                })
+            }
         }
     }
 }
@@ -128,7 +140,7 @@ impl TargetKind {
     /// The probe target: a command on stdio or serving HTTP in the sandbox, or a remote URL
     /// (an error when it is not an `http://` or `https://` URL, or when an https URL has no
     /// CA store to be verified against).
-    pub fn target(&self) -> Result<crate::probe::Target, String> {
+    pub fn target(&self) -> Result<crate::probe::Target, TargetError> {
         use crate::probe::Target;
         Ok(match self {
             TargetKind::Stdio(command) => Target::Stdio(command.clone()),
@@ -141,14 +153,33 @@ impl TargetKind {
                 port: *port,
                 path: path.clone(),
             },
-            TargetKind::Url { url, ca } => Target::RemoteHttp(
-                crate::client::HttpEndpoint::parse(url)
-                    .map_err(|e| e.to_string())?
-                    .trust(ca.as_deref())
-                    .map_err(|e| e.to_string())?,
-            ),
+            TargetKind::Url { url, ca } => {
+                Target::RemoteHttp(crate::client::HttpEndpoint::parse(url)?.trust(ca.as_deref())?)
+            }
         })
     }
+}
+
+/// Why a checked campaign target cannot be made ready to run: its URL, its CA file, or a
+/// credential its environment does not hold. Each names the key and its input.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Url(#[from] crate::client::UrlError),
+    #[error(transparent)]
+    Tls(#[from] crate::client::TlsError),
+    #[error("bearer_env {var}: {source}")]
+    BearerEnv {
+        var: String,
+        #[source]
+        source: crate::client::OptionError,
+    },
+    #[error("header_env {name}: {source}")]
+    HeaderEnv {
+        name: String,
+        #[source]
+        source: crate::client::OptionError,
+    },
 }
 
 /// A campaign file that cannot be run, named by where.

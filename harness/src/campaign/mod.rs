@@ -46,8 +46,8 @@ pub struct Shard {
 
 impl Shard {
     /// `K/N`, 0-based: `0/3`, `1/3`, `2/3`.
-    pub fn parse(text: &str) -> Result<Shard, String> {
-        let bad = || format!("--shard {text:?}: expected K/N with 0 ≤ K < N (0-based)");
+    pub fn parse(text: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError::Bad(text.to_owned());
         let (k, n) = text.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             k.trim().parse::<u32>().map_err(|_| bad())?,
@@ -66,35 +66,36 @@ impl Shard {
     pub fn from_env(
         env: &dyn Fn(&str) -> Option<String>,
         shards: Option<u32>,
-    ) -> Result<Option<Shard>, String> {
-        let number = |name: &str| -> Result<Option<u32>, String> {
+    ) -> Result<Option<Shard>, ShardError> {
+        let number = |name: &'static str| -> Result<Option<u32>, ShardError> {
             match env(name) {
                 None => Ok(None),
                 Some(v) => v
                     .trim()
                     .parse::<u32>()
                     .map(Some)
-                    .map_err(|_| format!("{name}={v:?} is not a number")),
+                    .map_err(|_| ShardError::NotANumber { name, value: v }),
             }
         };
         if let Some(index) = number("JOB_COMPLETION_INDEX")? {
             let count = match shards {
                 Some(n) => n,
-                None => number("VAC_SHARDS")?.ok_or(
-                    "JOB_COMPLETION_INDEX is set but the shard count is not: give --shards N or VAC_SHARDS",
-                )?,
+                None => number("VAC_SHARDS")?.ok_or(ShardError::NoCount {
+                    set: "JOB_COMPLETION_INDEX",
+                    give: "--shards N or VAC_SHARDS",
+                })?,
             };
             return Shard::parse(&format!("{index}/{count}")).map(Some);
         }
         if let Some(task) = number("SLURM_ARRAY_TASK_ID")? {
             let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
             let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-            let count = number("SLURM_ARRAY_TASK_COUNT")?
-                .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
+            let count = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardError::NoCount {
+                set: "SLURM_ARRAY_TASK_ID",
+                give: "SLURM_ARRAY_TASK_COUNT",
+            })?;
             if task < min || (task - min) % step != 0 {
-                return Err(format!(
-                    "SLURM_ARRAY_TASK_ID={task} is not MIN {min} plus a multiple of STEP {step}"
-                ));
+                return Err(ShardError::OffStep { task, min, step });
             }
             return Shard::parse(&format!("{}/{count}", (task - min) / step)).map(Some);
         }
@@ -114,6 +115,22 @@ impl Shard {
     pub fn dir_name(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
     }
+}
+
+/// A shard that is not one: a bad `--shard`, or a scheduler's environment that names none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard {0:?}: expected K/N with 0 ≤ K < N (0-based)")]
+    Bad(String),
+    #[error("{name}={value:?} is not a number")]
+    NotANumber { name: &'static str, value: String },
+    #[error("{set} is set but the shard count is not: give {give}")]
+    NoCount {
+        set: &'static str,
+        give: &'static str,
+    },
+    #[error("SLURM_ARRAY_TASK_ID={task} is not MIN {min} plus a multiple of STEP {step}")]
+    OffStep { task: u32, min: u32, step: u32 },
 }
 
 /// How a campaign run went, member by member, in plan order.
@@ -565,10 +582,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
     // What the target needs before it runs: its endpoint and its credentials.
     let prepared = target.kind.target().and_then(|kind| {
         let headers = target.credentials.iter().map(|c| c.header());
-        let headers = headers
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(|error| format!("target {:?}: {error}", target.id))?;
-        Ok((kind, headers))
+        Ok((kind, headers.collect::<Result<Vec<_>, _>>()?))
     });
     let (kind, headers) = match prepared {
         Ok(prepared) => prepared,
@@ -581,7 +595,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
                 Exit::Usage,
                 None,
                 0,
-                error,
+                format!("target {:?}: {error}", target.id),
             );
         }
     };
@@ -998,7 +1012,7 @@ mod tests {
         .unwrap();
         assert_eq!(from_var, Some(Shard { index: 0, count: 4 }));
         let missing = Shard::from_env(&env(&[("JOB_COMPLETION_INDEX", "0")]), None);
-        assert!(missing.unwrap_err().contains("VAC_SHARDS"));
+        assert!(missing.unwrap_err().to_string().contains("VAC_SHARDS"));
         let beyond = Shard::from_env(&env(&[("JOB_COMPLETION_INDEX", "3")]), Some(3));
         assert!(beyond.is_err());
         assert_eq!(Shard::from_env(&env(&[]), None).unwrap(), None);
@@ -1025,6 +1039,7 @@ mod tests {
         assert!(
             Shard::from_env(&env(&no_count), None)
                 .unwrap_err()
+                .to_string()
                 .contains("SLURM_ARRAY_TASK_COUNT")
         );
     }

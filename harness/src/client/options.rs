@@ -75,15 +75,14 @@ impl Protocol {
     ];
 
     /// Parses a `--protocol` value; the error lists what is known.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, OptionError> {
         match text {
             "auto" => Ok(Protocol::Auto),
             STATELESS_PROTOCOL => Ok(Protocol::Discover),
             known if Self::NAMES.contains(&known) => Ok(Protocol::Initialize(known.to_owned())),
-            other => Err(format!(
-                "{other:?} is not a protocol version vac speaks ({})",
-                Self::NAMES.join(", ")
-            )),
+            other => Err(OptionError::UnknownProtocol {
+                text: other.to_owned(),
+            }),
         }
     }
 }
@@ -108,13 +107,17 @@ pub struct Header {
 impl Header {
     /// `NAME: VALUE`, checked as HTTP allows; the error says what is wrong with the name
     /// or the value, and never quotes the value.
-    pub fn new(name: &str, value: &str) -> Result<Header, String> {
+    pub fn new(name: &str, value: &str) -> Result<Header, OptionError> {
         let name = name.trim();
         if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(format!("{name:?} is not a valid header name"));
+            return Err(OptionError::HeaderName {
+                name: name.to_owned(),
+            });
         }
         if hyper::header::HeaderValue::from_str(value).is_err() {
-            return Err(format!("the value of {name} is not a valid header value"));
+            return Err(OptionError::HeaderValue {
+                name: name.to_owned(),
+            });
         }
         Ok(Header {
             name: name.to_owned(),
@@ -123,23 +126,47 @@ impl Header {
     }
 
     /// `NAME:` the value of the environment variable `var`; an error names the variable.
-    pub fn from_env(name: &str, var: &str) -> Result<Header, String> {
-        Header::new(name, &env_value(var)?)
-            .map_err(|_| format!("the value of {var} is not a valid header value"))
+    pub fn from_env(name: &str, var: &str) -> Result<Header, OptionError> {
+        Header::new(name, &env_value(var)?).map_err(|_| OptionError::EnvValue {
+            var: var.to_owned(),
+        })
     }
 
     /// `Authorization: Bearer` and the token in the environment variable `var`.
-    pub fn bearer_from_env(var: &str) -> Result<Header, String> {
-        Header::new("Authorization", &format!("Bearer {}", env_value(var)?))
-            .map_err(|_| format!("the token in {var} is not a valid header value"))
+    pub fn bearer_from_env(var: &str) -> Result<Header, OptionError> {
+        Header::new("Authorization", &format!("Bearer {}", env_value(var)?)).map_err(|_| {
+            OptionError::Token {
+                var: var.to_owned(),
+            }
+        })
     }
 }
 
+/// A client option that is not what it must be; each names its input, never a secret's
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error("{text:?} is not a protocol version vac speaks ({known})", known = Protocol::NAMES.join(", "))]
+    UnknownProtocol { text: String },
+    #[error("{name:?} is not a valid header name")]
+    HeaderName { name: String },
+    #[error("the value of {name} is not a valid header value")]
+    HeaderValue { name: String },
+    #[error("the variable {var} is not set, or empty")]
+    Unset { var: String },
+    #[error("the value of {var} is not a valid header value")]
+    EnvValue { var: String },
+    #[error("the token in {var} is not a valid header value")]
+    Token { var: String },
+}
+
 /// The trimmed value of the environment variable `var`, which must hold something.
-fn env_value(var: &str) -> Result<String, String> {
+fn env_value(var: &str) -> Result<String, OptionError> {
     let value = std::env::var(var).unwrap_or_default();
     match value.trim() {
-        "" => Err(format!("the variable {var} is not set, or empty")),
+        "" => Err(OptionError::Unset {
+            var: var.to_owned(),
+        }),
         value => Ok(value.to_owned()),
     }
 }
@@ -263,7 +290,7 @@ mod tests {
             Protocol::parse("2024-11-05"),
             Ok(Protocol::Initialize("2024-11-05".into()))
         );
-        let error = Protocol::parse("2025-13-01").unwrap_err();
+        let error = Protocol::parse("2025-13-01").unwrap_err().to_string();
         assert!(
             error.contains("\"2025-13-01\"") && error.contains("auto"),
             "{error}"

@@ -39,7 +39,7 @@ use vac_sandbox::{Limits, RunAs, Sandbox, SandboxError};
 pub use contract::Derivation;
 use contract::manifest;
 pub use event::EventError;
-pub use plan::{Isolation, has_path_argument, plan_tool, plan_witness};
+pub use plan::{Isolation, UnknownIsolation, has_path_argument, plan_tool, plan_witness};
 pub use record::campaign_start;
 pub use replay::{ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use report::{NoiseSeen, ProbeReport};

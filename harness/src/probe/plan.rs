@@ -112,6 +112,11 @@ impl Isolation {
     }
 }
 
+/// An `--isolation` that names no mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown isolation {0:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")")]
+pub struct UnknownIsolation(pub String);
+
 /// A tools/list entry that does not deserialise as a tool: kept, never silently dropped.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MalformedTool {
