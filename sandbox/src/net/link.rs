@@ -13,7 +13,7 @@ use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage,
 };
 use netlink_packet_route::link::{
-    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
 };
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
@@ -103,6 +103,60 @@ impl Rtnl {
         link.header.flags = LinkFlags::Up;
         link.header.change_mask = LinkFlags::Up;
         self.request(RouteNetlinkMessage::SetLink(link), format!("set {name} up"))
+    }
+
+    /// Waits until interface `index` is operationally up: the kernel's link watch has seen
+    /// its carrier and given it its queueing discipline. Until then whatever it sends is
+    /// dropped, and the first ARP request of a run lost so is sent again only a second
+    /// later: about one start in sixty waited that second before its first lookup. Gives up
+    /// after `bound` (what the link sends then still gets through, later).
+    pub(crate) fn wait_up(
+        &self,
+        index: u32,
+        name: &str,
+        bound: std::time::Duration,
+    ) -> Result<(), NetError> {
+        let started = std::time::Instant::now();
+        while self.oper_state(index, name)? != State::Up && started.elapsed() < bound {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    /// The operational state of interface `index`.
+    fn oper_state(&self, index: u32, name: &str) -> Result<State, NetError> {
+        let failed = |source| NetError::Link {
+            what: format!("read the state of {name}"),
+            source,
+        };
+        let mut link = LinkMessage::default();
+        link.header.index = index;
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST;
+        let mut request = NetlinkMessage::new(
+            header,
+            NetlinkPayload::from(RouteNetlinkMessage::GetLink(link)),
+        );
+        request.finalize();
+        let mut bytes = vec![0u8; request.buffer_len()];
+        request.serialize(&mut bytes);
+        self.socket.send(&bytes, 0).map_err(failed)?;
+        let (reply, _) = self.socket.recv_from_full().map_err(failed)?;
+        let invalid = |e: String| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
+            .map_err(|e| invalid(e.to_string()))?;
+        match parsed.payload {
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => Ok(link
+                .attributes
+                .iter()
+                .find_map(|a| match a {
+                    LinkAttribute::OperState(state) => Some(*state),
+                    _ => None,
+                })
+                .unwrap_or(State::Unknown)),
+            NetlinkPayload::Error(error) if error.code.is_some() => Err(failed(error.to_io())),
+            other => Err(invalid(format!("unexpected answer {other:?}"))),
+        }
     }
 
     /// Gives interface `index` the address `ip/prefix`, with no duplicate address detection

@@ -42,6 +42,8 @@ const RUN_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 15);
 const SINK_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 const RUN_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0x15);
 const SINK_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+/// How long a link is waited for to come up before a run goes on without it.
+const LINK_WATCH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Makes the sinkhole's namespace, joins it to the run's (behind `ns_fd`) by a veth pair,
 /// and creates the sockets on each side. Each namespace is entered by a thread of its own;
@@ -62,6 +64,9 @@ pub(super) fn in_namespace(
     let sink_for_run = sink_ns
         .try_clone()
         .map_err(|source| NetError::Namespace { pid, source })?;
+    let run_ns = ns_fd
+        .try_clone()
+        .map_err(|source| NetError::Namespace { pid, source })?;
     let (capture, diag, loopback) = on_thread(pid, move || {
         sys::enter_net_namespace(ns_fd.as_fd()).map_err(|errno| NetError::Enter { pid, errno })?;
         run_side(sink_for_run.as_fd())
@@ -70,6 +75,11 @@ pub(super) fn in_namespace(
         sys::enter_net_namespace(sink_ns.as_fd())
             .map_err(|errno| NetError::Enter { pid, errno })?;
         sink_side(&ports)
+    })?;
+    // The run's end of the link came up with the sinkhole's: wait for it too.
+    on_thread(pid, move || {
+        sys::enter_net_namespace(run_ns.as_fd()).map_err(|errno| NetError::Enter { pid, errno })?;
+        Rtnl::open()?.wait_up(index(RUN_LINK)?, RUN_LINK, LINK_WATCH)
     })?;
     resolvers.extend(loopback);
     Ok(Sockets {
@@ -210,6 +220,8 @@ fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetErr
             source: errno.into(),
         })?;
     }
+    // The link came up as the sockets were made: the kernel has seen it by now, mostly.
+    rtnl.wait_up(uplink, SINK_LINK, LINK_WATCH)?;
     Ok((resolvers, listeners))
 }
 
