@@ -49,7 +49,10 @@ else
     echo "FAIL build: cargo build --release -p vac-harness"
     exit 1
   }
-  vac=$here/target/release/vac
+  # Where cargo put it: CARGO_TARGET_DIR when set (relative to the checkout), else target/.
+  target_dir=${CARGO_TARGET_DIR:-target}
+  case "$target_dir" in /*) ;; *) target_dir=$here/$target_dir ;; esac
+  vac=$target_dir/release/vac
 fi
 
 passed=0
