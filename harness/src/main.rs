@@ -1064,7 +1064,8 @@ fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
             error @ (RunError::Exists(_)
             | RunError::Merge(_)
             | RunError::Campaign(_)
-            | RunError::NotCampaign { .. }),
+            | RunError::NotCampaign { .. }
+            | RunError::Locked { .. }),
         ) => {
             eprintln!("vac: {error}");
             return Ok(Exit::Usage.into());

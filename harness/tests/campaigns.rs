@@ -523,3 +523,68 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
         "vac report exits as the campaign did: {report:?}"
     );
 }
+
+#[test]
+fn resume_while_the_run_still_writes_is_refused_and_the_chain_still_verifies() {
+    let test = "resume_while_the_run_still_writes_is_refused_and_the_chain_still_verifies";
+    if !common::privileged(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("busy.toml");
+    // The honest twin first (its member record is written while the mute server's probe
+    // still runs, for its 3 s budget), so the run is writing the log when resume comes.
+    std::fs::write(
+        &file,
+        "name = \"busy\"\njobs = 1\n\n[budgets]\ntimeout_seconds = 30\nwall_seconds_per_server = 3\n\n[[target]]\nid = \"a-honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"b-mute\"\ncommand = [\"/bin/sleep\", \"62.75\"]\n",
+    )
+    .unwrap();
+    let mut run = Command::new(common::VAC)
+        .args(["campaign", "run", file.to_str().unwrap(), "--quiet"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = tmp.path().join("runs/busy");
+    // The first member record is written when the honest twin's probe is sealed.
+    let log = dir.join("receipts.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("\"kind\":\"member\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no member record in 60 s"
+        );
+        assert!(
+            run.try_wait().unwrap().is_none(),
+            "the run ended before resume was tried"
+        );
+        std::thread::yield_now();
+    }
+    let resume = vac_in(
+        tmp.path(),
+        &["campaign", "resume", dir.to_str().unwrap(), "--quiet"],
+    );
+    let said = String::from_utf8_lossy(&resume.stderr);
+    assert_eq!(
+        resume.status.code(),
+        Some(2),
+        "resume during run is refused: {resume:?}"
+    );
+    assert!(
+        said.contains("is being written by") && said.contains(&format!("pid {}", run.id())),
+        "the refusal names the run's process: {said}"
+    );
+    let ran = run.wait().unwrap();
+    assert_eq!(
+        ran.code(),
+        Some(5),
+        "the mute target leaves the run incomplete"
+    );
+    let verify = common::verify(&dir);
+    assert!(
+        verify.status.success(),
+        "the chain still verifies: {verify:?}"
+    );
+    assert_eq!(members(&dir).len(), 2);
+}

@@ -19,6 +19,7 @@
 pub mod deploy;
 mod file;
 pub mod import;
+mod lock;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -180,6 +181,8 @@ pub enum RunError {
     Campaign(#[from] CampaignError),
     #[error("merge refused: {0}")]
     Merge(String),
+    #[error("{}: the campaign is being written by {holder}; wait for it to end, or stop it first", dir.display())]
+    Locked { dir: PathBuf, holder: String },
 }
 
 /// How a campaign shows its progress on stderr.
@@ -363,6 +366,7 @@ pub async fn run(
     progress: Progress,
 ) -> Result<Outcome, RunError> {
     let dir = out_dir(campaign, shard);
+    let _writer = lock::WriterLock::take(&dir, true)?;
     if dir.join(vac_receipts::LOG_FILE).exists() {
         return Err(RunError::Exists(dir));
     }
@@ -437,6 +441,7 @@ fn recorded_config(dir: &Path) -> Option<Value> {
 /// is cut and named), every probe a member record lists is kept, and the rest run again.
 pub async fn resume(dir: &Path, progress: Progress) -> Result<Outcome, RunError> {
     let (campaign, shard) = recorded(dir)?;
+    let _writer = lock::WriterLock::take(dir, false)?;
     let (writer, recovery) =
         ReceiptWriter::resume(dir, WriterOptions::default()).map_err(|source| {
             RunError::Receipts {
@@ -748,6 +753,7 @@ fn verified_members(dir: &Path) -> Result<(vac_receipts::VerifyReport, Vec<Membe
 /// lists each shard by its head, then every probe (copied under `out`) by its own.
 pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
     let refuse = |m: String| RunError::Merge(m);
+    let _writer = lock::WriterLock::take(out, true)?;
     if out.join(vac_receipts::LOG_FILE).exists() {
         return Err(RunError::Exists(out.to_path_buf()));
     }
