@@ -198,7 +198,8 @@ pub fn map_json(analysis: &Analysis) -> serde_json::Value {
     json
 }
 
-fn pretty(value: &serde_json::Value) -> Vec<u8> {
+/// A JSON document as the map's files hold it: indented, with a final newline.
+pub fn pretty(value: &serde_json::Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
     bytes

@@ -1130,7 +1130,17 @@ fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         };
         if !single {
-            print!("{}", report::map_summary(&analysis.map, args.all, width()));
+            match args.json {
+                // The map's JSON document, as `map.json` holds it.
+                true => {
+                    let document = vac_analysis::render::map_json(&analysis);
+                    std::io::Write::write_all(
+                        &mut std::io::stdout(),
+                        &vac_analysis::render::pretty(&document),
+                    )?;
+                }
+                false => print!("{}", report::map_summary(&analysis.map, args.all, width())),
+            }
             exit = match vac_harness::campaign::is_campaign(&args.dir) {
                 // As the campaign ended: every member, the ones the map has no row for too.
                 true => match vac_harness::campaign::members(&args.dir) {

@@ -522,6 +522,13 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
         run.status.code(),
         "vac report exits as the campaign did: {report:?}"
     );
+    // `--json` on a campaign prints the map's JSON document, not the text map.
+    let json = vac_in(tmp.path(), &["report", "--json", dir.to_str().unwrap()]);
+    let document: Value = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("vac report --json is not JSON ({e}): {json:?}"));
+    assert_eq!(document["campaign"], "mixed", "{document}");
+    assert!(document["servers"].is_array(), "{document}");
+    assert_eq!(json.status.code(), run.status.code());
 }
 
 #[test]
