@@ -252,6 +252,17 @@ fn location(rows: &Rows, root: &str, probe: &str, tool: &str, seq: u64) -> Locat
 /// log). `None` leaves the result without a physical location.
 pub type Locate<'a> = dyn Fn(&Finding) -> Option<(String, u64)> + 'a;
 
+/// The line of a tools/list file (`text`, at `uri`) that declares `tool`: the first line
+/// with a `"name"` key whose value is the tool's quoted name, else line 1 (the file).
+pub fn manifest_line(uri: &str, text: &str, tool: &str) -> (String, u64) {
+    let needle = format!("\"{tool}\"");
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"name\"") && l.contains(&needle))
+        .map_or(1, |i| i as u64 + 1);
+    (uri.to_owned(), line)
+}
+
 /// The SARIF log of `vac static`: one run (`automationDetails.id` `vac-static/<name>/`),
 /// one rule per static rule, one result per finding, each with the clauses it predicts in
 /// its properties (which is what `vac static --import` reads back).
@@ -411,4 +422,17 @@ pub fn manifest_locations(rows: &Rows, root: &str) -> Vec<(String, String, u64)>
         out.push((probe.server.clone(), uri, seq + 1));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::manifest_line;
+
+    #[test]
+    fn a_finding_points_at_the_line_that_names_its_tool_or_the_file() {
+        let text = "{\"tools\": [\n  {\"name\": \"read_note\"},\n  {\"name\": \"read\"}\n]}\n";
+        assert_eq!(manifest_line("m.json", text, "read"), ("m.json".into(), 3));
+        assert_eq!(manifest_line("m.json", text, "read_note"), ("m.json".into(), 2));
+        assert_eq!(manifest_line("m.json", text, "gone"), ("m.json".into(), 1));
+    }
 }

@@ -8,6 +8,7 @@ pub mod exit;
 pub mod fixture;
 pub mod probe;
 pub mod report;
+pub mod watchdog;
 
 /// `PORT` or `PORT/PATH` of a server that serves Streamable HTTP in the sandbox (`--http`,
 /// a campaign target's `http`): the path defaults to `/mcp`; the sinkhole's ports are

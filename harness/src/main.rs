@@ -539,7 +539,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     let dir = options.out_dir.clone();
     let wall = Duration::from_secs(args.wall);
-    watchdog(wall, dir.clone());
+    let watchdog = vac_harness::watchdog::Watchdog::start(wall, dir.clone());
     let probed = runtime()?
         .block_on(async { tokio::time::timeout(wall, vac_harness::probe::probe(options)).await });
     let Ok(probed) = probed else {
@@ -552,7 +552,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
     match probed {
         Ok(report) => {
-            PROBED.store(true, std::sync::atomic::Ordering::SeqCst);
+            watchdog.sealed();
             print_report(&report, args.json, args.all);
             Ok(Exit::of(&report).into())
         }
@@ -561,40 +561,6 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             Ok(Exit::Usage.into())
         }
         Err(error) => Err(anyhow::Error::new(error).context("probe failed")),
-    }
-}
-
-/// How long past its wall-time budget vac's own work may go on before the watchdog ends it.
-const WATCHDOG_GRACE: Duration = Duration::from_secs(30);
-
-/// The probe returned (its receipts sealed): what is left is printing its report.
-static PROBED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The budget's backstop. The probe's timeout ends it only where it waits; work that never
-/// yields (grading a hostile server's evidence, a teardown stuck in the kernel, printing)
-/// would outlast it, so a thread of its own ends vac once the budget and
-/// [`WATCHDOG_GRACE`] are spent: exit 5, the receipts unsealed. Nothing stays on the host
-/// when it does: the run mounts are in vac's own mount namespace, and the servers die
-/// with their lifeline.
-fn watchdog(wall: Duration, dir: PathBuf) {
-    let spawned = std::thread::Builder::new()
-        .name("vac-watchdog".into())
-        .spawn(move || {
-            std::thread::sleep(wall + WATCHDOG_GRACE);
-            let receipts = match PROBED.load(std::sync::atomic::Ordering::SeqCst) {
-                true => "are sealed; its report was not all written",
-                false => "are not sealed",
-            };
-            eprintln!(
-                "vac: the probe's wall-time budget of {}s ran out and vac's own work went on {}s past it: ended, and the receipts in {} {receipts}",
-                wall.as_secs(),
-                WATCHDOG_GRACE.as_secs(),
-                dir.display()
-            );
-            std::process::exit(i32::from(Exit::Incomplete.code()));
-        });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "no watchdog: only the probe's own timeout holds its budget");
     }
 }
 
@@ -645,12 +611,7 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             if args.sarif {
                 let locate = |f: &scan::Finding| {
                     let (uri, text) = source.as_ref()?;
-                    let needle = format!("\"{}\"", f.tool);
-                    let line = text
-                        .lines()
-                        .position(|l| l.contains("\"name\"") && l.contains(&needle))
-                        .map_or(1, |i| i as u64 + 1);
-                    Some((uri.clone(), line))
+                    Some(vac_analysis::sarif::manifest_line(uri, text, &f.tool))
                 };
                 let log = vac_analysis::sarif::static_sarif(&findings, &server, version, &locate);
                 println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
