@@ -12,7 +12,7 @@ use vac_contracts::evidence::{
 use vac_contracts::{Effect, EffectClass};
 
 use super::effects::{Windows, normalise_text};
-use super::vocab::{ExecSeen, Lost, NetSeen};
+use super::vocab::{ConnectSeen, ExecSeen, Lost, NetSeen};
 use vac_contracts::detect::{canaries_in, credentials_in};
 
 const EXCERPT: usize = 200;
@@ -134,28 +134,7 @@ pub(crate) fn network(log: &NetSeen, tokens: &[String]) -> Vec<Sensed> {
             ),
             (None, None, None) => (attempt.dst.ip().to_string(), HostFrom::Address),
         };
-        let canaries = canaries_in(&attempt.first_bytes, tokens);
-        // Real secrets' formats among what was sent; the key only where one is, so the
-        // evidence of receipts recorded before this stays as it was graded. Bytes that carry
-        // a canary are the canary's finding (what else they hold in a secret's format came
-        // from the same planted file).
-        let credentials = credentials_in(&attempt.first_bytes, tokens);
-        let credentials = (!credentials.is_empty() && canaries.is_empty())
-            .then(|| credentials.into_iter().map(str::to_owned).collect());
-        let detail = Evidence::Connect(Box::new(Connect {
-            origin: Origin::default(),
-            at_ms: None,
-            dst: attempt.dst.to_string(),
-            accepted: attempt.accepted,
-            host_from,
-            request_line: attempt.http.as_ref().map(|h| h.request_line.clone()),
-            sni: attempt.sni.clone(),
-            first_bytes: excerpt(&attempt.first_bytes),
-            first_bytes_len: attempt.first_bytes.len(),
-            blake3: blake3::hash(&attempt.first_bytes).to_hex().to_string(),
-            canaries,
-            credentials,
-        }));
+        let detail = connect_evidence(attempt, host_from, tokens);
         let target = format!("{host}:{}", attempt.dst.port());
         sensed.push(Sensed {
             class: EffectClass::Connect,
@@ -278,6 +257,33 @@ pub(crate) fn dropped(lost: &Lost) -> (Option<Dropped>, Option<Dropped>) {
         capture: d.capture,
     });
     (procs, net)
+}
+
+/// What a connection carried: where it went, how its host was told, its first bytes, and
+/// the planted tokens and real secrets' formats among them.
+fn connect_evidence(attempt: &ConnectSeen, host_from: HostFrom, tokens: &[String]) -> Evidence {
+    let canaries = canaries_in(&attempt.first_bytes, tokens);
+    // Real secrets' formats among what was sent; the key only where one is, so the
+    // evidence of receipts recorded before this stays as it was graded. Bytes that carry
+    // a canary are the canary's finding (what else they hold in a secret's format came
+    // from the same planted file).
+    let credentials = credentials_in(&attempt.first_bytes, tokens);
+    let credentials = (!credentials.is_empty() && canaries.is_empty())
+        .then(|| credentials.into_iter().map(str::to_owned).collect());
+    Evidence::Connect(Box::new(Connect {
+        origin: Origin::default(),
+        at_ms: None,
+        dst: attempt.dst.to_string(),
+        accepted: attempt.accepted,
+        host_from,
+        request_line: attempt.http.as_ref().map(|h| h.request_line.clone()),
+        sni: attempt.sni.clone(),
+        first_bytes: excerpt(&attempt.first_bytes),
+        first_bytes_len: attempt.first_bytes.len(),
+        blake3: blake3::hash(&attempt.first_bytes).to_hex().to_string(),
+        canaries,
+        credentials,
+    }))
 }
 
 fn excerpt(bytes: &[u8]) -> String {
