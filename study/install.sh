@@ -157,8 +157,11 @@ install_pypi() {
             if [ "$rc" = 124 ]; then write_state failed timeout "resolving, after ${TIMEOUT}s"; return 1; fi
             if [ "$rc" != 0 ]; then write_state failed "$(classify_py "$logf")" "$(first_error "$logf")"; return 1; fi
         fi
+        # --compile-bytecode, as pip does by default: without it the server's first start
+        # writes __pycache__ into its own installation, in every sandbox, and every tool is
+        # confirmed for fs.write there (seen on mcp-atlassian). Compiling runs no package code.
         timeout "$TIMEOUT" "$UV" pip sync --quiet --python "$dir/bin/python" --only-binary :all: \
-            --require-hashes "$use" >>"$logf" 2>&1; rc=$?
+            --compile-bytecode --require-hashes "$use" >>"$logf" 2>&1; rc=$?
         if [ "$rc" = 124 ]; then write_state failed timeout "after ${TIMEOUT}s"; return 1; fi
         if [ "$rc" != 0 ]; then write_state failed "$(classify_py "$logf")" "$(first_error "$logf")"; return 1; fi
         mkdir -p "$STUDY/locks/pypi"
