@@ -432,7 +432,10 @@ mod tests {
     fn a_finding_points_at_the_line_that_names_its_tool_or_the_file() {
         let text = "{\"tools\": [\n  {\"name\": \"read_note\"},\n  {\"name\": \"read\"}\n]}\n";
         assert_eq!(manifest_line("m.json", text, "read"), ("m.json".into(), 3));
-        assert_eq!(manifest_line("m.json", text, "read_note"), ("m.json".into(), 2));
+        assert_eq!(
+            manifest_line("m.json", text, "read_note"),
+            ("m.json".into(), 2)
+        );
         assert_eq!(manifest_line("m.json", text, "gone"), ("m.json".into(), 1));
     }
 }
