@@ -41,6 +41,13 @@ fn vac_in(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Writes the campaign file `text` as `NAME.toml` in `dir` and runs it (`--quiet`).
+fn run_file(dir: &Path, name: &str, text: &str) -> std::process::Output {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    vac_in(dir, &["campaign", "run", file.to_str().unwrap(), "--quiet"])
+}
+
 /// The campaign's grid, server × tool × clause → (headline verdict, stable, repetitions),
 /// from the map `vac report --out` writes.
 fn grid(dir: &Path) -> BTreeMap<(String, String, String), (String, bool, usize)> {
@@ -406,15 +413,10 @@ fn the_calls_per_server_budget_skips_the_tools_past_it() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("budget.toml");
-    std::fs::write(
-        &file,
-        "name = \"budget\"\n\n[budgets]\ncalls_per_server = 3\n\n[[target]]\nid = \"broad\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"broad\"]\n",
-    )
-    .unwrap();
-    let run = vac_in(
+    let run = run_file(
         tmp.path(),
-        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+        "budget",
+        "name = \"budget\"\n\n[budgets]\ncalls_per_server = 3\n\n[[target]]\nid = \"broad\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"broad\"]\n",
     );
     assert!(run.status.success(), "{run:?}");
     let report = common::vac(&[
@@ -490,16 +492,11 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("mixed.toml");
     // The honest twin, clean on its own, and a program that is not an MCP server.
-    std::fs::write(
-        &file,
-        "name = \"mixed\"\n\n[[target]]\nid = \"honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"not-mcp\"\ncommand = [\"/bin/true\"]\n",
-    )
-    .unwrap();
-    let run = vac_in(
+    let run = run_file(
         tmp.path(),
-        &["campaign", "run", file.to_str().unwrap(), "--quiet"],
+        "mixed",
+        "name = \"mixed\"\n\n[[target]]\nid = \"honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"not-mcp\"\ncommand = [\"/bin/true\"]\n",
     );
     assert_eq!(
         run.status.code(),

@@ -48,25 +48,42 @@ impl Rtnl {
     /// Sends `message` with create flags and waits for its acknowledgement; `what` names it
     /// in the error.
     fn request(&self, message: RouteNetlinkMessage, what: String) -> Result<(), NetError> {
+        let flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+        match self.exchange(message, flags, &what)? {
+            NetlinkPayload::Error(_) => Ok(()),
+            other => Err(unexpected(&what, &other)),
+        }
+    }
+
+    /// Sends `message` with `flags` and reads the kernel's one answer; a refusal is the
+    /// error, naming `what`.
+    fn exchange(
+        &self,
+        message: RouteNetlinkMessage,
+        flags: u16,
+        what: &str,
+    ) -> Result<NetlinkPayload<RouteNetlinkMessage>, NetError> {
         let failed = |source| NetError::Link {
-            what: what.clone(),
+            what: what.to_owned(),
             source,
         };
         let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+        header.flags = flags;
         let mut request = NetlinkMessage::new(header, NetlinkPayload::from(message));
         request.finalize();
         let mut bytes = vec![0u8; request.buffer_len()];
         request.serialize(&mut bytes);
         self.socket.send(&bytes, 0).map_err(failed)?;
         let (reply, _) = self.socket.recv_from_full().map_err(failed)?;
-        let invalid = |e: String| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
-        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
-            .map_err(|e| invalid(e.to_string()))?;
+        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply).map_err(|e| {
+            failed(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                e.to_string(),
+            ))
+        })?;
         match parsed.payload {
             NetlinkPayload::Error(error) if error.code.is_some() => Err(failed(error.to_io())),
-            NetlinkPayload::Error(_) => Ok(()),
-            other => Err(invalid(format!("unexpected answer {other:?}"))),
+            payload => Ok(payload),
         }
     }
 
@@ -125,27 +142,10 @@ impl Rtnl {
 
     /// The operational state of interface `index`.
     fn oper_state(&self, index: u32, name: &str) -> Result<State, NetError> {
-        let failed = |source| NetError::Link {
-            what: format!("read the state of {name}"),
-            source,
-        };
+        let what = format!("read the state of {name}");
         let mut link = LinkMessage::default();
         link.header.index = index;
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST;
-        let mut request = NetlinkMessage::new(
-            header,
-            NetlinkPayload::from(RouteNetlinkMessage::GetLink(link)),
-        );
-        request.finalize();
-        let mut bytes = vec![0u8; request.buffer_len()];
-        request.serialize(&mut bytes);
-        self.socket.send(&bytes, 0).map_err(failed)?;
-        let (reply, _) = self.socket.recv_from_full().map_err(failed)?;
-        let invalid = |e: String| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
-        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
-            .map_err(|e| invalid(e.to_string()))?;
-        match parsed.payload {
+        match self.exchange(RouteNetlinkMessage::GetLink(link), NLM_F_REQUEST, &what)? {
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => Ok(link
                 .attributes
                 .iter()
@@ -154,8 +154,7 @@ impl Rtnl {
                     _ => None,
                 })
                 .unwrap_or(State::Unknown)),
-            NetlinkPayload::Error(error) if error.code.is_some() => Err(failed(error.to_io())),
-            other => Err(invalid(format!("unexpected answer {other:?}"))),
+            other => Err(unexpected(&what, &other)),
         }
     }
 
@@ -243,5 +242,16 @@ fn address(ip: IpAddr) -> RouteAddress {
     match ip {
         IpAddr::V4(v4) => RouteAddress::Inet(v4),
         IpAddr::V6(v6) => RouteAddress::Inet6(v6),
+    }
+}
+
+/// An answer of the kernel that is not the one asked for.
+fn unexpected(what: &str, answer: &NetlinkPayload<RouteNetlinkMessage>) -> NetError {
+    NetError::Link {
+        what: what.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("unexpected answer {answer:?}"),
+        ),
     }
 }
