@@ -111,6 +111,61 @@ impl MatrixRow {
         "precision",
         "recall",
     ];
+
+    /// The row as the matrix shows it, in [`MATRIX`]'s order: the class, the six counts,
+    /// precision and recall as [`crate::marks::ratio_text`] writes them.
+    pub fn cells(&self) -> [String; 9] {
+        use crate::marks::ratio_text;
+        [
+            self.class.clone(),
+            self.true_positive.to_string(),
+            self.false_positive.to_string(),
+            self.false_negative.to_string(),
+            self.true_negative.to_string(),
+            self.untested_predicted.to_string(),
+            self.untested_unpredicted.to_string(),
+            ratio_text(self.precision()),
+            ratio_text(self.recall()),
+        ]
+    }
+}
+
+/// One column of the static-vs-dynamic matrix as every renderer shows it: the page's key
+/// and label, the terminal's short label, and whether it holds a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixColumn {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub short: &'static str,
+    pub number: bool,
+}
+
+/// The matrix's columns, in the order of [`MatrixRow::cells`]: the one definition the HTML,
+/// Markdown and terminal renderers read.
+pub const MATRIX: [MatrixColumn; 9] = [
+    column("class", "class", "class", false),
+    column("tp", "predicted, confirmed", "TP", true),
+    column("fp", "predicted, refuted", "FP", true),
+    column("fn", "missed (gap)", "FN", true),
+    column("tn", "not predicted, refuted", "TN", true),
+    column("up", "untested, predicted", "untested+", true),
+    column("uu", "untested, not predicted", "untested-", true),
+    column("precision", "precision", "precision", true),
+    column("recall", "recall", "recall", true),
+];
+
+const fn column(
+    key: &'static str,
+    label: &'static str,
+    short: &'static str,
+    number: bool,
+) -> MatrixColumn {
+    MatrixColumn {
+        key,
+        label,
+        short,
+        number,
+    }
 }
 
 fn ratio(num: u64, den: u64) -> Option<f64> {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::compare::Comparison;
 use crate::map::{Map, MapCell, ServerMap, Summary, ToolMap, VERDICTS};
-use crate::marks::{ratio_text, spoken, symbol};
+use crate::marks::{spoken, symbol};
 use crate::read::compact;
 
 const CELL: u32 = 26;
@@ -119,37 +119,20 @@ fn static_section(h: &mut String, c: &Comparison) {
         c.findings
     ));
     h.push_str("<table id=\"static-matrix\" class=\"sortable\">\n<thead><tr>");
-    for (key, label, kind) in [
-        ("class", "class", "text"),
-        ("tp", "predicted, confirmed", "number"),
-        ("fp", "predicted, refuted", "number"),
-        ("fn", "missed (gap)", "number"),
-        ("tn", "not predicted, refuted", "number"),
-        ("up", "untested, predicted", "number"),
-        ("uu", "untested, not predicted", "number"),
-        ("precision", "precision", "number"),
-        ("recall", "recall", "number"),
-    ] {
+    for column in crate::compare::MATRIX {
+        let kind = if column.number { "number" } else { "text" };
         h.push_str(&format!(
-            "<th data-key=\"{key}\" data-type=\"{kind}\" tabindex=\"0\">{label}</th>"
+            "<th data-key=\"{}\" data-type=\"{kind}\" tabindex=\"0\">{}</th>",
+            column.key, column.label
         ));
     }
     h.push_str("</tr></thead>\n<tbody>\n");
     for r in &c.rows {
-        h.push_str(&format!(
-            "<tr data-class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&r.class),
-            esc(&r.class),
-            r.true_positive,
-            r.false_positive,
-            r.false_negative,
-            r.true_negative,
-            r.untested_predicted,
-            r.untested_unpredicted,
-            ratio_text(r.precision()),
-            ratio_text(r.recall()),
-        ));
+        h.push_str(&format!("<tr data-class=\"{}\">", esc(&r.class)));
+        for cell in r.cells() {
+            h.push_str(&format!("<td>{}</td>", esc(&cell)));
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n</table>\n");
     let lists = [

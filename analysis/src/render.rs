@@ -1,7 +1,7 @@
 //! Writing the outputs: every format rendered in memory first, then written beside its
 //! final name and renamed into place, so a failure leaves no output that looks complete.
 
-use crate::marks::{ratio_text, spoken, symbol};
+use crate::marks::{spoken, symbol};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -343,21 +343,19 @@ fn static_markdown(md: &mut String, c: &Comparison) {
         md_escape(&c.analyser),
         c.findings
     ));
-    md.push_str("| class | predicted, confirmed | predicted, refuted | missed (gap) | not predicted, refuted | untested, predicted | untested, not predicted | precision | recall |\n");
-    md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let columns = crate::compare::MATRIX;
+    let labels: Vec<&str> = columns.iter().map(|c| c.label).collect();
+    let aligns: Vec<&str> = columns
+        .iter()
+        .map(|c| if c.number { "---:" } else { "---" })
+        .collect();
+    md.push_str(&format!(
+        "| {} |\n|{}|\n",
+        labels.join(" | "),
+        aligns.join("|")
+    ));
     for r in &c.rows {
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.class,
-            r.true_positive,
-            r.false_positive,
-            r.false_negative,
-            r.true_negative,
-            r.untested_predicted,
-            r.untested_unpredicted,
-            ratio_text(r.precision()),
-            ratio_text(r.recall()),
-        ));
+        md.push_str(&format!("| {} |\n", r.cells().join(" | ")));
     }
     let lists = [
         (

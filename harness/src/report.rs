@@ -398,7 +398,8 @@ pub fn static_table(
     comparison: Option<&vac_analysis::compare::Comparison>,
     width: usize,
 ) -> String {
-    use vac_analysis::marks::{ratio_text, symbol};
+    use vac_analysis::compare::MATRIX;
+    use vac_analysis::marks::symbol;
     let mut out = String::new();
     let line = |out: &mut String, text: String| {
         let _ = writeln!(out, "{}", cut(&text, width));
@@ -440,29 +441,24 @@ pub fn static_table(
             c.analyser
         ),
     );
-    line(
-        &mut out,
-        format!(
-            "  {:<20} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>6}",
-            "class", "TP", "FP", "FN", "TN", "untested+", "untested-", "precision", "recall"
-        ),
-    );
+    // The matrix's columns (`compare::MATRIX`) at the terminal's widths.
+    const WIDTHS: [usize; 9] = [20, 5, 5, 5, 5, 9, 9, 9, 6];
+    let row = |cells: &[&str]| {
+        let mut text = String::from(" ");
+        for ((cell, width), column) in cells.iter().zip(WIDTHS).zip(MATRIX) {
+            match column.number {
+                true => text.push_str(&format!(" {cell:>width$}")),
+                false => text.push_str(&format!(" {cell:<width$}")),
+            }
+        }
+        text
+    };
+    let shorts: Vec<&str> = MATRIX.iter().map(|c| c.short).collect();
+    line(&mut out, row(&shorts));
     for r in &c.rows {
-        line(
-            &mut out,
-            format!(
-                "  {:<20} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>6}",
-                r.class,
-                r.true_positive,
-                r.false_positive,
-                r.false_negative,
-                r.true_negative,
-                r.untested_predicted,
-                r.untested_unpredicted,
-                ratio_text(r.precision()),
-                ratio_text(r.recall())
-            ),
-        );
+        let cells = r.cells();
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        line(&mut out, row(&cells));
     }
     for (title, list) in [
         ("declaration gaps (static said no, confirmed)", &c.gaps),
