@@ -498,11 +498,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             return Ok(Exit::Usage.into());
         }
     };
-    let mut options = ProbeOptions::new(target, out);
+    let mut options = ProbeOptions::new(target, out).with_timeout(args.timeout);
     options.client.headers = headers;
     options.client.protocol = args.protocol;
-    options.client.initialize_timeout = Duration::from_secs(args.timeout);
-    options.client.request_timeout = Duration::from_secs(args.timeout);
     options.max_calls_per_tool = args.max_calls;
     options.max_tools = args.max_tools;
     if let Some(jobs) = args.jobs {
@@ -633,9 +631,8 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             .map(|a| a.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut options = ProbeOptions::new(Target::Stdio(command), PathBuf::new());
-        options.client.initialize_timeout = Duration::from_secs(args.timeout);
-        options.client.request_timeout = Duration::from_secs(args.timeout);
+        let options =
+            ProbeOptions::new(Target::Stdio(command), PathBuf::new()).with_timeout(args.timeout);
         let tools = runtime()?
             .block_on(vac_harness::probe::control_manifest(&options))
             .context("cannot read the server's tools/list")?;
@@ -772,13 +769,7 @@ fn static_of_campaign(
                 return Ok(Exit::Usage.into());
             }
         };
-        let mut options = ProbeOptions::new(kind, PathBuf::new());
-        options.client.initialize_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
-        options.client.request_timeout = Duration::from_secs(campaign.budgets.timeout_seconds);
-        options.inputs = target.inputs.clone();
-        if let Some(uid) = target.uid {
-            options.user = vac_harness::probe::user_of(uid, None);
-        }
+        let options = vac_harness::campaign::probe_options(campaign, target, kind, PathBuf::new());
         let tools = runtime
             .block_on(vac_harness::probe::control_manifest(&options))
             .with_context(|| format!("target {:?}: cannot read its tools/list", target.id))?;

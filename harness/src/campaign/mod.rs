@@ -579,6 +579,39 @@ async fn execute(
     })
 }
 
+/// The options of a probe of `target` (reached as `kind`, receipts into `out`): the
+/// campaign's budgets, isolation and relaunches, the target's inputs, uid, protocol and
+/// contract. The one place a campaign's file becomes a probe's options.
+pub fn probe_options(
+    campaign: &Campaign,
+    target: &CampaignTarget,
+    kind: crate::probe::Target,
+    out: PathBuf,
+) -> ProbeOptions {
+    let budgets = campaign.budgets;
+    let mut options = ProbeOptions::new(kind, out).with_timeout(budgets.timeout_seconds);
+    options.max_calls_per_tool = budgets.calls_per_tool;
+    options.max_tools = budgets.tools_per_server;
+    // Each probe has the runs at once a probe alone has (one per core): a run mostly waits
+    // (for an answer, for quiet), and each has its own memory and pids limits. A share of
+    // the cores per probe left the twins' probes in `vac demo` one run at a time: one
+    // shared run of every tool, then each own run after the last.
+    options.isolation = campaign.isolation;
+    options.relaunch = campaign.relaunch;
+    options.max_calls = budgets.calls_per_server;
+    options.inputs = target.inputs.clone();
+    if let Some(uid) = target.uid {
+        options.user = crate::probe::user_of(uid, None);
+    }
+    options.client.protocol = target.protocol.clone();
+    options.derivation = target.derivation;
+    options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
+        name: name.clone(),
+        text: text.clone(),
+    });
+    options
+}
+
 /// One target × repetition as an ordinary probe, into its own directory.
 async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Member {
     let target = &campaign.targets[planned.target];
@@ -604,32 +637,10 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
             );
         }
     };
-    let mut options = ProbeOptions::new(kind, out.clone());
+    let mut options = probe_options(campaign, target, kind, out.clone());
     options.client.headers = headers;
-    let budgets = campaign.budgets;
-    options.client.initialize_timeout = Duration::from_secs(budgets.timeout_seconds);
-    options.client.request_timeout = Duration::from_secs(budgets.timeout_seconds);
-    options.max_calls_per_tool = budgets.calls_per_tool;
-    options.max_tools = budgets.tools_per_server;
-    // Each probe has the runs at once a probe alone has (one per core): a run mostly waits
-    // (for an answer, for quiet), and each has its own memory and pids limits. A share of
-    // the cores per probe left the twins' probes in `vac demo` one run at a time: one
-    // shared run of every tool, then each own run after the last.
-    options.isolation = campaign.isolation;
-    options.relaunch = campaign.relaunch;
-    options.max_calls = budgets.calls_per_server;
     options.seed = probe_seed(campaign.seed, &target.id, planned.repetition);
-    options.inputs = target.inputs.clone();
-    if let Some(uid) = target.uid {
-        options.user = crate::probe::user_of(uid, None);
-    }
-    options.client.protocol = target.protocol.clone();
-    options.derivation = target.derivation;
-    options.contract = target.contract.as_ref().map(|(name, text)| ContractSource {
-        name: name.clone(),
-        text: text.clone(),
-    });
-    let wall = Duration::from_secs(budgets.wall_seconds_per_server);
+    let wall = Duration::from_secs(campaign.budgets.wall_seconds_per_server);
     let outcome = tokio::time::timeout(wall, crate::probe::probe(options)).await;
     let sealed = vac_receipts::verify(&out, &vac_receipts::VerifyOptions::default())
         .ok()
@@ -646,7 +657,7 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
             records,
             format!(
                 "wall-time budget of {}s ran out",
-                budgets.wall_seconds_per_server
+                campaign.budgets.wall_seconds_per_server
             ),
         ),
         Ok(Err(error)) => member(

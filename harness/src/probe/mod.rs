@@ -130,6 +130,13 @@ pub struct ContractSource {
 }
 
 impl ProbeOptions {
+    /// The same options with `seconds` to wait for initialize and for each answer.
+    pub fn with_timeout(mut self, seconds: u64) -> ProbeOptions {
+        self.client.initialize_timeout = Duration::from_secs(seconds);
+        self.client.request_timeout = Duration::from_secs(seconds);
+        self
+    }
+
     pub fn new(target: Target, out_dir: PathBuf) -> ProbeOptions {
         ProbeOptions {
             target,
