@@ -385,7 +385,7 @@ pub fn import(file: &str, text: &str, map: &Map) -> Result<Vec<Prediction>, Impo
         source,
     })?;
     let raw: Vec<Value> = if document.get("runs").is_some() {
-        sarif_findings(&document).map_err(shape)?
+        sarif_findings(&document, shape)?
     } else {
         match &document {
             Value::Array(items) => items.clone(),
@@ -475,10 +475,13 @@ pub fn import(file: &str, text: &str, map: &Map) -> Result<Vec<Prediction>, Impo
 }
 
 /// A SARIF log's results as generic findings.
-fn sarif_findings(log: &Value) -> Result<Vec<Value>, String> {
+fn sarif_findings(
+    log: &Value,
+    shape: impl Fn(String) -> ImportError,
+) -> Result<Vec<Value>, ImportError> {
     let runs = log["runs"]
         .as_array()
-        .ok_or("SARIF `runs` is not an array")?;
+        .ok_or_else(|| shape("SARIF `runs` is not an array".into()))?;
     let mut out = Vec::new();
     for (r, run) in runs.iter().enumerate() {
         for (i, result) in run["results"].as_array().into_iter().flatten().enumerate() {
@@ -493,9 +496,11 @@ fn sarif_findings(log: &Value) -> Result<Vec<Value>, String> {
                 }
                 (None, _) => (None, logical["name"].as_str()),
             };
-            let tool = tool.ok_or(format!(
-                "runs[{r}].results[{i}] names no tool (logical location or properties.tool)"
-            ))?;
+            let tool = tool.ok_or_else(|| {
+                shape(format!(
+                    "runs[{r}].results[{i}] names no tool (logical location or properties.tool)"
+                ))
+            })?;
             out.push(json!({
                 "server": server,
                 "tool": tool,

@@ -296,25 +296,38 @@ pub fn scan_rows(rows: &Rows) -> Vec<Finding> {
 /// A tools/list as a file may hold it: the tools array itself, `{"tools": […]}`, or a
 /// JSON-RPC response `{"result": {"tools": […]}}`. Every entry must be an object with a
 /// string `name`; the error names the first that is not.
-pub fn tools_of(document: &Value) -> Result<&[Value], String> {
+pub fn tools_of(document: &Value) -> Result<&[Value], NotToolsList> {
     let tools = match document {
         Value::Array(items) => items,
         Value::Object(members) => match (members.get("tools"), members.get("result")) {
             (Some(Value::Array(items)), _) => items,
             (_, Some(Value::Object(result))) => match result.get("tools") {
                 Some(Value::Array(items)) => items,
-                _ => return Err("`result` has no `tools` array".into()),
+                _ => return Err(NotToolsList::ResultWithoutTools),
             },
-            _ => return Err("no `tools` array (expected a tools/list result)".into()),
+            _ => return Err(NotToolsList::NoTools),
         },
-        _ => return Err("not a tools/list: expected an array or an object".into()),
+        _ => return Err(NotToolsList::NotArrayOrObject),
     };
     for (index, tool) in tools.iter().enumerate() {
         if !tool.get("name").is_some_and(Value::is_string) {
-            return Err(format!("tools[{index}] has no string `name`"));
+            return Err(NotToolsList::Unnamed { index });
         }
     }
     Ok(tools)
+}
+
+/// Why a document is not a tools/list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotToolsList {
+    #[error("`result` has no `tools` array")]
+    ResultWithoutTools,
+    #[error("no `tools` array (expected a tools/list result)")]
+    NoTools,
+    #[error("not a tools/list: expected an array or an object")]
+    NotArrayOrObject,
+    #[error("tools[{index}] has no string `name`")]
+    Unnamed { index: usize },
 }
 
 /// The findings of every rule on every tool of `tools` (entries without a string name

@@ -121,10 +121,13 @@ fn a_file_that_is_not_a_tools_list_is_named_as_such() {
     assert!(
         tools_of(&json!({"jsonrpc": "2.0"}))
             .unwrap_err()
+            .to_string()
             .contains("tools")
     );
     assert_eq!(
-        tools_of(&json!({"tools": [{"name": "a"}, {"description": "no name"}]})).unwrap_err(),
+        tools_of(&json!({"tools": [{"name": "a"}, {"description": "no name"}]}))
+            .unwrap_err()
+            .to_string(),
         "tools[1] has no string `name`"
     );
     let response = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a"}]}});
