@@ -47,7 +47,7 @@ pub const TABLE: [(Exit, u8, &str); 6] = [
     (
         Exit::Incomplete,
         5,
-        "incomplete: no violation confirmed, but some cell errored",
+        "incomplete: no violation confirmed, but some cell errored or a budget left tools uncalled",
     ),
 ];
 
@@ -84,13 +84,15 @@ impl Exit {
         exit
     }
 
-    /// How a probe ends — the same for `vac probe` and `vac report` of its receipts.
+    /// How a probe ends — the same for `vac probe` and `vac report` of its receipts: a
+    /// violation confirmed is 1 whatever else; an errored cell, or a tool a budget left
+    /// uncalled (a server of 3,000 tools whose 200th writes `~/.ssh`), is 5, never a clean 0.
     pub fn of(report: &ProbeReport) -> Exit {
         if report.failure.is_some() {
             Exit::CouldNotRun
         } else if report.violation() {
             Exit::Violation
-        } else if report.errored() {
+        } else if report.errored() || report.not_called_for_budget() > 0 {
             Exit::Incomplete
         } else {
             Exit::Clean

@@ -22,6 +22,7 @@ pub fn head(report: &ProbeReport) -> Value {
         "contract": report.contract,
         "verdicts": [],
         "unattributed": report.grades.as_ref().map(|g| g.unattributed.len()).unwrap_or(0),
+        "not_called": {"budget": report.not_called_for_budget()},
         "runs": report.runs,
         "isolation": report.isolation,
         "profile": report.profile,
@@ -166,6 +167,7 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     let mut succeeded: std::collections::HashMap<String, bool> = Default::default();
     let mut counts: std::collections::HashMap<String, usize> = Default::default();
     let mut shown = Vec::new();
+    let mut budget: std::collections::BTreeSet<String> = Default::default();
     for cell in cells {
         // The server row is graded, but it is not a tool.
         if !vac_contracts::is_server_row(&name(&cell, "tool")) {
@@ -173,6 +175,9 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
                 cell["succeeded"].as_u64().unwrap_or(0) > 0;
         }
         *counts.entry(name(&cell, "verdict")).or_default() += 1;
+        if cell["verdict"] == "skipped" && cell["reason"] == "budget" {
+            budget.insert(name(&cell, "tool"));
+        }
         if all || cell["verdict"] == "confirmed" {
             let line = format!(
                 "{:<20} {:<19} {:<10} {}",
@@ -186,6 +191,19 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     }
     let tools = succeeded.len();
     let count = |verdict: &str| counts.get(verdict).copied().unwrap_or(0);
+    if !budget.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            cut(
+                &format!(
+                    "NOT CALLED {} tools: a budget ran out before them (--max-tools, --max-calls, or the campaign's [budgets]); no clean bill of health",
+                    budget.len()
+                ),
+                width
+            )
+        );
+    }
     let no_success = succeeded.values().filter(|worked| !**worked).count();
     let _ = writeln!(
         out,

@@ -48,6 +48,31 @@ impl ProbeReport {
             .is_some_and(|g| g.cells.iter().any(|c| c.verdict.name() == "confirmed"))
     }
 
+    /// The tools the probe did not call because a budget ran out (every cell of such a tool
+    /// is `skipped: budget`): what a clean bill of health cannot cover.
+    pub fn not_called_for_budget(&self) -> usize {
+        let Some(grades) = &self.grades else {
+            return 0;
+        };
+        let mut tools: Vec<&str> = grades
+            .cells
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.verdict,
+                    vac_contracts::Verdict::Skipped {
+                        reason: vac_contracts::SkipReason::Budget,
+                        ..
+                    }
+                )
+            })
+            .map(|c| c.tool.as_str())
+            .collect();
+        tools.sort_unstable();
+        tools.dedup();
+        tools.len()
+    }
+
     /// Whether any cell is `errored` (a sensor failed, a run crashed or timed out, a cap
     /// was hit, a declaration was malformed).
     pub fn errored(&self) -> bool {
