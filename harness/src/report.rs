@@ -191,18 +191,8 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     }
     let tools = succeeded.len();
     let count = |verdict: &str| counts.get(verdict).copied().unwrap_or(0);
-    if !budget.is_empty() {
-        let _ = writeln!(
-            out,
-            "{}",
-            cut(
-                &format!(
-                    "NOT CALLED {} tools: a budget ran out before them (--max-tools, --max-calls, or the campaign's [budgets]); no clean bill of health",
-                    budget.len()
-                ),
-                width
-            )
-        );
+    if let Some(line) = not_called(budget.len(), width) {
+        let _ = writeln!(out, "{line}");
     }
     let no_success = succeeded.values().filter(|worked| !**worked).count();
     let _ = writeln!(
@@ -229,6 +219,18 @@ pub fn table(doc: &Value, cells: impl Iterator<Item = Value>, all: bool, width: 
     }
     profile_lines(doc, width, &mut out);
     out
+}
+
+/// The line that says how many tools a budget left uncalled, when any was.
+fn not_called(tools: usize, width: usize) -> Option<String> {
+    (tools > 0).then(|| {
+        cut(
+            &format!(
+                "NOT CALLED {tools} tools: a budget ran out before them (--max-tools, --max-calls, or the campaign's [budgets]); no clean bill of health"
+            ),
+            width,
+        )
+    })
 }
 
 /// The behaviour profile: per tool that did anything the sensors saw, what it did, one

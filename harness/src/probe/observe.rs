@@ -198,16 +198,22 @@ fn add_part(
     }
     observation.sensors.extend(sensors(subject));
     // A shared run is graded on only when it did not fail (adaptive isolation).
-    if let Some(failure) = subject.failure.as_ref().filter(|_| blocks.is_none()) {
-        observation.errors.push(RunError {
-            tool: subject.tool.clone(),
-            kind: failure.kind,
-            detail: Failure::Run {
-                run: subject.id.clone(),
-                detail: failure.detail.clone(),
-            },
-        });
+    if blocks.is_none() {
+        observation.errors.extend(run_error(subject));
     }
+}
+
+/// A failed run's error, for the cells of its tool (or every cell, for a run of all).
+fn run_error(run: &RunOutput) -> Option<RunError> {
+    let failure = run.failure.as_ref()?;
+    Some(RunError {
+        tool: run.tool.clone(),
+        kind: failure.kind,
+        detail: Failure::Run {
+            run: run.id.clone(),
+            detail: failure.detail.clone(),
+        },
+    })
 }
 
 /// One sensor's reading of a run, given the planted tokens.
