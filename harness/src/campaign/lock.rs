@@ -64,7 +64,7 @@ fn holder(proc_root: &Path, dir: &Path) -> String {
 
 /// The pid of the `FLOCK` on the inode `dev:ino` in `/proc/locks`' text.
 fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
-    let (major, minor) = (libc_major(dev), libc_minor(dev));
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
     locks.lines().find_map(|line| {
         // `1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -76,15 +76,6 @@ fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
         let number: u64 = parts.next()?.parse().ok()?;
         (maj == major && min == minor && number == ino).then(|| pid.parse().ok())?
     })
-}
-
-/// The major and minor numbers of a device number, as glibc's `major`/`minor` split it.
-fn libc_major(dev: u64) -> u64 {
-    ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0fff)
-}
-
-fn libc_minor(dev: u64) -> u64 {
-    ((dev >> 12) & 0xffff_ff00) | (dev & 0x00ff)
 }
 
 #[cfg(test)]
