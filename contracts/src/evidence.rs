@@ -319,6 +319,20 @@ impl Evidence {
         }
     }
 
+    /// Whether a file's modification left it shorter than it was: a truncation, which
+    /// destroys what was at its end. An edit or a rewrite in place that keeps or grows the
+    /// file is a write, not a removal (`fs.delete`). A write the protocol witness saw has
+    /// no sizes: it counts as a truncation, as before the sizes were read.
+    pub fn truncates(&self) -> bool {
+        match self {
+            Evidence::Write(write) => match &write.change {
+                Change::Modified { size, old_size, .. } => size < old_size,
+                _ => true,
+            },
+            _ => true,
+        }
+    }
+
     /// The evidence as JSON, in the shape the receipts carry.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)

@@ -94,7 +94,13 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
         fallback: None,
         derive: by::fs_delete,
         domain: EffectClass::is_fs,
-        restricts: |e| e.existed_before && e.class.destroys_existing(),
+        // A removal or a truncation: a modification that keeps or grows the file is a
+        // write (`fs.write`), not a delete.
+        restricts: |e| {
+            e.existed_before
+                && e.class.destroys_existing()
+                && (e.class != EffectClass::Modified || e.detail.truncates())
+        },
         patterns: PatternKind::Paths,
         subject: Subject::Calls,
         canaries: false,

@@ -635,7 +635,7 @@ impl Words {
             description: decl
                 .description
                 .as_deref()
-                .map(split_text)
+                .map(|d| split_text(&meaning(d)))
                 .unwrap_or_default(),
             schema,
         }
@@ -696,6 +696,93 @@ pub fn name_words(name: &str) -> Vec<String> {
     parts
 }
 
+/// Headings of the parts of a docstring that say what a tool returns or show an example:
+/// they describe output, not what the tool does, and grant nothing ("Returns: the result
+/// of the ping command" is no reason to run a shell).
+const NOT_MEANING: &[&str] = &[
+    "return",
+    "returns",
+    "yield",
+    "yields",
+    "raise",
+    "raises",
+    "example",
+    "examples",
+    "output",
+    "outputs",
+    "response",
+    "responses",
+    "sample",
+    "samples",
+    "usage",
+];
+
+/// A description less its return-value and example sections (Google, NumPy and
+/// reStructuredText docstrings, Markdown headings), doctest lines and fenced code: a
+/// section runs from its heading to the next heading or the next unindented line after a
+/// blank one.
+fn meaning(text: &str) -> String {
+    let mut kept = String::new();
+    let (mut fenced, mut blank) = (false, false);
+    // The indentation of the heading of the section being left out.
+    let mut skipping: Option<usize> = None;
+    let lines: Vec<&str> = text.lines().collect();
+    for (at, line) in lines.iter().enumerate() {
+        let trimmed = line.trim();
+        // NumPy's heading: a line underlined with dashes or equals signs.
+        let underlined = lines.get(at + 1).is_some_and(|next| {
+            let next = next.trim();
+            next.len() >= 3 && (next.chars().all(|c| c == '-') || next.chars().all(|c| c == '='))
+        });
+        if trimmed.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || trimmed.starts_with(">>>") {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        // Within a section, only a line no deeper than its heading starts another one
+        // (`str: the result` under `Returns:` is its body).
+        let may_head = skipping.is_none_or(|at| indent <= at);
+        let named = match underlined {
+            true => Some(trimmed.to_lowercase()),
+            false => heading(trimmed),
+        };
+        match named.filter(|_| may_head) {
+            Some(word) if NOT_MEANING.contains(&word.as_str()) => skipping = Some(indent),
+            Some(_) => skipping = None,
+            None if blank && may_head && !trimmed.is_empty() => skipping = None,
+            None => {}
+        }
+        blank = trimmed.is_empty();
+        if skipping.is_none() {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// The word a docstring section heading names, lower-cased: `Returns:`, `:returns: …`,
+/// `## Example`, `**Output**` (NumPy's underlined heading is seen by [`meaning`]).
+fn heading(line: &str) -> Option<String> {
+    let bare = line
+        .trim_start_matches('#')
+        .trim_matches(|c: char| c == '*' || c == ':' || c.is_whitespace());
+    let first: String = bare
+        .split(|c: char| !c.is_alphanumeric())
+        .next()?
+        .to_lowercase();
+    let headed = line.starts_with('#')
+        || line.starts_with("**")
+        || (line.starts_with(':') && line[1..].contains(':'))
+        || line
+            .split_once(':')
+            .is_some_and(|(head, _)| !head.is_empty() && head.split_whitespace().count() <= 2);
+    (headed && !first.is_empty()).then_some(first)
+}
+
 /// A description's words, lower-cased, at most the first 4,096 (a description is the
 /// server's text: a megabyte of it costs no more than a page).
 fn split_text(text: &str) -> Vec<String> {
@@ -725,6 +812,41 @@ mod tests {
 
     fn allows(c: &CompiledContract, tool: &str, clause: Clause, target: &str) -> Option<bool> {
         c.rule(tool, clause).unwrap().allows(target)
+    }
+
+    /// One case of `tests/data/intent/*.json`: a tool's text and what its derived contract
+    /// must allow or forbid (clause, target, allowed).
+    #[derive(serde::Deserialize)]
+    struct WordsCase {
+        name: String,
+        why: String,
+        tool: serde_json::Value,
+        allows: Vec<(String, String, bool)>,
+    }
+
+    /// Tool texts → intent allowances, data-driven.
+    #[test]
+    fn each_tool_text_allows_what_its_file_says() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/intent/words.json");
+        let cases: Vec<WordsCase> =
+            serde_json::from_str(&std::fs::read_to_string(dir).unwrap()).unwrap();
+        let mut wrong = Vec::new();
+        for case in &cases {
+            let decl = tool(case.tool.clone());
+            let name = decl.name.clone();
+            let c = compiled(decl);
+            for (clause, target, expected) in &case.allows {
+                let clause: Clause = clause.parse().unwrap();
+                let got = allows(&c, &name, clause, target);
+                if got != Some(*expected) {
+                    wrong.push(format!(
+                        "{}: {clause} {target}: {got:?} ({})",
+                        case.name, case.why
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //!
 //! The crate does no I/O: no files, no processes, no clock.
 
+pub mod answer;
 mod clause;
 mod compile;
 mod contract;
@@ -34,6 +35,7 @@ mod reason;
 mod tool;
 mod verdict;
 
+pub use answer::Answer;
 pub use clause::{Clause, UnknownClause};
 pub use compile::{CompileError, CompiledContract};
 pub use contract::{ClauseRule, Contract, Rule, ServerIdentity, ToolContract};
@@ -49,7 +51,9 @@ pub use observation::{
     SensorStatus,
 };
 pub use pattern::PatternError;
-pub use places::{ACCOUNT_DATABASE, NEVER_READ, never_read};
+pub use places::{
+    ACCOUNT_DATABASE, LOADED_BY_CONVENTION, NEVER_READ, loaded_by_convention, never_read,
+};
 pub use reason::{ErrorKind, SkipReason};
 pub use tool::{Annotations, ToolDecl};
 pub use verdict::{Cell, MAX_EVIDENCE, Verdict};

@@ -34,6 +34,25 @@ pub const NEVER_READ: &[&str] = &[
     "/var/run/secrets/**",
 ];
 
+/// Files a server's framework loads from its working directory by convention, relative to
+/// it: the Python SDK's FastMCP and FastMCP 2.x read `.env` at start (their settings
+/// loaders), as python-dotenv and Node's dotenv do when a server asks. A read of one is
+/// behaviour to profile, not an `fs.read` violation, even when the file is a canary: a
+/// well-behaved server built on such a framework does it before any tool is called. What
+/// is graded is its value leaving — in a result (`result.secrets`), a connection
+/// (`net.egress`) or a request to the model — as for any canary (`CONTRACTS.md`).
+pub const LOADED_BY_CONVENTION: &[&str] = &[".env"];
+
+/// The [`LOADED_BY_CONVENTION`] file `path` is, for a server whose working directory is
+/// `cwd`, if any.
+pub fn loaded_by_convention(path: &std::path::Path, cwd: &std::path::Path) -> Option<&'static str> {
+    let relative = path.strip_prefix(cwd).ok()?;
+    LOADED_BY_CONVENTION
+        .iter()
+        .copied()
+        .find(|name| relative == std::path::Path::new(name))
+}
+
 static SET: LazyLock<GlobSet> = LazyLock::new(|| {
     let mut set = GlobSetBuilder::new();
     for glob in NEVER_READ {
@@ -61,6 +80,21 @@ mod tests {
             never_read("/etc/ssh/ssh_host_ed25519_key"),
             Some("/etc/ssh/ssh_host_*_key")
         );
+    }
+
+    #[test]
+    fn only_the_working_directorys_own_dotenv_is_loaded_by_convention() {
+        let cwd = std::path::Path::new("/root/work");
+        let of = |p: &str| loaded_by_convention(std::path::Path::new(p), cwd);
+        assert_eq!(of("/root/work/.env"), Some(".env"));
+        for other in [
+            "/root/.env",
+            "/root/work/notes/.env",
+            "/root/work/.env.local",
+            "/root/.aws/credentials",
+        ] {
+            assert_eq!(of(other), None, "{other}");
+        }
     }
 
     #[test]
