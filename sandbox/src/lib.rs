@@ -50,7 +50,7 @@ pub use error::SandboxError;
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};
-pub use mask::{MaskError, Visibility, home_of};
+pub use mask::{Exposure, MaskError, Visibility, home_of};
 pub use message::Stage;
 pub use net::{
     DEFAULT_PORTS, Datagram, DialError, DnsQuery, Dropped, HttpRequest, LogLimits, NamespaceDialer,

@@ -51,12 +51,16 @@ const SYSTEM_DIRS: [&str; 11] = [
 ];
 
 /// Directories whose outermost one below a hidden directory is an installation.
-const PROJECT_MARKERS: [&str; 8] = [
+const PROJECT_MARKERS: [&str; 12] = [
     "pyvenv.cfg",
     "package.json",
     "node_modules",
     "pyproject.toml",
     "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "uv.lock",
+    "Pipfile",
     "Cargo.toml",
     "go.mod",
     "deno.json",
@@ -78,6 +82,17 @@ pub struct Visibility {
     pub hidden: Vec<PathBuf>,
     #[serde(with = "crate::serde_path::vec")]
     pub exposed: Vec<PathBuf>,
+    /// Why each of `exposed` is visible, in its order (absent in older receipts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub because: Vec<Exposure>,
+}
+
+/// A host path left visible inside a hidden directory, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Exposure {
+    #[serde(with = "crate::serde_path")]
+    pub path: PathBuf,
+    pub why: String,
 }
 
 /// The mask could not be laid out.
@@ -142,22 +157,28 @@ fn home_in(lower: &Path, uid: u32) -> PathBuf {
 }
 
 /// The installation directories the program's start goes through (sandbox view), each below
-/// one of `hidden`: what stays visible inside them.
+/// one of `hidden`: what stays visible inside them, and why, in path order.
 pub(crate) fn installation(
     program: &Path,
     args: &[OsString],
     lower: &Path,
     hidden: &[PathBuf],
-) -> Vec<PathBuf> {
-    let mut todo: Vec<PathBuf> = vec![program.to_path_buf()];
-    todo.extend(
-        args.iter()
-            .map(PathBuf::from)
-            .filter(|a| a.is_absolute() && fs::symlink_metadata(in_layer(lower, a)).is_ok()),
-    );
+) -> Vec<Exposure> {
+    let why = |why: String, path: &Path| (path.to_path_buf(), why);
+    let mut todo: Vec<(PathBuf, String)> = args
+        .iter()
+        .map(PathBuf::from)
+        .filter(|a| a.is_absolute() && fs::symlink_metadata(in_layer(lower, a)).is_ok())
+        .map(|a| why(format!("{} is an argument of the command", a.display()), &a))
+        .rev()
+        .collect();
+    todo.push(why(
+        format!("{} is the program", program.display()),
+        program,
+    ));
     let mut seen = BTreeSet::new();
-    let mut kept = BTreeSet::new();
-    while let Some(file) = todo.pop() {
+    let mut kept: std::collections::BTreeMap<PathBuf, String> = Default::default();
+    while let Some((file, reason)) = todo.pop() {
         let file = normalise(&file);
         if seen.len() >= MAX_CHAIN || !seen.insert(file.clone()) {
             continue;
@@ -165,21 +186,34 @@ pub(crate) fn installation(
         let on_host = in_layer(lower, &file);
         if let Ok(target) = fs::read_link(&on_host) {
             let parent = file.parent().unwrap_or(Path::new("/"));
-            todo.push(parent.join(target));
+            let to = parent.join(target);
+            todo.push(why(
+                format!("{} links to it ({reason})", file.display()),
+                &to,
+            ));
         }
         if let Some(interpreter) = shebang(&on_host) {
-            todo.push(interpreter);
+            let said = format!("the #! line of {} names it ({reason})", file.display());
+            todo.push(why(said, &interpreter));
         }
         let Some(root) = installation_root(&file, lower, hidden) else {
             continue;
         };
         if let Some(home) = venv_home(&in_layer(lower, &root)) {
             // The interpreter the venv was made from: `home` is its bin directory.
-            todo.push(home.join("python3"));
+            let said = format!("the venv {} was made from it", root.display());
+            todo.push(why(said, &home.join("python3")));
         }
-        kept.insert(root);
+        let within = if root == file {
+            reason
+        } else {
+            format!("the installation of {}: {reason}", file.display())
+        };
+        kept.entry(root).or_insert(within);
     }
-    kept.into_iter().collect()
+    kept.into_iter()
+        .map(|(path, why)| Exposure { path, why })
+        .collect()
 }
 
 /// The directory of `file`'s installation, when `file` is inside a hidden directory: the
@@ -548,16 +582,20 @@ mod tests {
         }
     }
 
+    fn paths(kept: Vec<Exposure>) -> Vec<PathBuf> {
+        kept.into_iter().map(|k| k.path).collect()
+    }
+
     #[test]
     fn a_venv_keeps_itself_and_the_interpreter_it_was_made_from() {
         let host = host();
         let hidden = hidden_paths(host.path(), &[]);
-        let kept = installation(
+        let kept = paths(installation(
             Path::new("/root/.venv/bin/server"),
             &[],
             host.path(),
             &hidden,
-        );
+        ));
         assert_eq!(
             kept,
             [
@@ -576,9 +614,37 @@ mod tests {
             OsString::from("--x"),
         ];
         let kept = installation(Path::new("/usr/bin/node"), &args, host.path(), &hidden);
-        assert_eq!(kept, [PathBuf::from("/home/alice/proj")]);
-        let loose = installation(Path::new("/tmp/tool.sh"), &[], host.path(), &hidden);
+        assert_eq!(paths(kept.clone()), [PathBuf::from("/home/alice/proj")]);
+        // The record says why: the argument, through the installation it lies in.
+        assert_eq!(
+            kept[0].why,
+            "the installation of /home/alice/proj/dist/index.js: \
+             /home/alice/proj/dist/index.js is an argument of the command"
+        );
+        let loose = paths(installation(
+            Path::new("/tmp/tool.sh"),
+            &[],
+            host.path(),
+            &hidden,
+        ));
         assert_eq!(loose, [PathBuf::from("/tmp/tool.sh")]);
+        // A Python project marked only by what its README installs from keeps its root:
+        // a script in src/ imports modules beside the project's other directories.
+        for marker in ["requirements.txt", "uv.lock", "setup.cfg", "Pipfile"] {
+            let project = host.path().join(format!("home/alice/py-{marker}"));
+            fs::create_dir_all(project.join("src")).unwrap();
+            fs::write(project.join(marker), "").unwrap();
+            fs::write(project.join("src/server.py"), "import tools\n").unwrap();
+            let script = OsString::from(format!("/home/alice/py-{marker}/src/server.py"));
+            let kept = paths(installation(
+                Path::new("/usr/bin/python3"),
+                &[script],
+                host.path(),
+                &hidden,
+            ));
+            let root = PathBuf::from(format!("/home/alice/py-{marker}"));
+            assert_eq!(kept, [root], "{marker}");
+        }
         // A link in ~/.local/bin keeps itself and what it leads to, not all of ~/.local.
         let tool = host.path().join("root/.local/share/uv/tools/srv");
         fs::create_dir_all(tool.join("bin")).unwrap();
@@ -591,6 +657,11 @@ mod tests {
         )
         .unwrap();
         let uv = installation(Path::new("/root/.local/bin/srv"), &[], host.path(), &hidden);
+        assert!(
+            uv[1].why.contains("/root/.local/bin/srv links to it"),
+            "{uv:?}"
+        );
+        let uv = paths(uv);
         assert_eq!(
             uv,
             [
@@ -615,12 +686,12 @@ mod tests {
         let layer = tempfile::tempdir().unwrap();
         fs::set_permissions(host.path().join("root"), fs::Permissions::from_mode(0o700)).unwrap();
         let hidden = hidden_paths(host.path(), &[]);
-        let kept = installation(
+        let kept = paths(installation(
             Path::new("/root/.venv/bin/server"),
             &[],
             host.path(),
             &hidden,
-        );
+        ));
         let made = build(layer.path(), host.path(), &hidden, &kept).unwrap();
         let whiteout = |rel: &str| {
             fs::symlink_metadata(layer.path().join(rel))

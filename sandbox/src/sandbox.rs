@@ -63,7 +63,7 @@ pub struct SandboxBuilder {
     limits: Limits,
     run_as: RunAs,
     hide: Vec<PathBuf>,
-    expose: Vec<PathBuf>,
+    expose: Vec<mask::Exposure>,
     run_root: PathBuf,
     cgroup_root: PathBuf,
     hostname: String,
@@ -143,8 +143,15 @@ impl SandboxBuilder {
     }
     /// A host path left visible to the program even inside a hidden directory (its
     /// installation's own directories are found from the command without this).
-    pub fn expose(mut self, path: impl Into<PathBuf>) -> Self {
-        self.expose.push(path.into());
+    pub fn expose(self, path: impl Into<PathBuf>) -> Self {
+        self.expose_because(path, "named by the caller (--expose)")
+    }
+    /// A host path left visible to the program, and why (the visibility record says).
+    pub fn expose_because(mut self, path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        self.expose.push(mask::Exposure {
+            path: path.into(),
+            why: why.into(),
+        });
         self
     }
     /// Host directory under which run directories are made (default `/run/vac`).
@@ -247,9 +254,10 @@ impl Sandbox {
         let layers = [run_dir.lab_layer(), run_dir.mask_layer(), run_dir.lower()];
         let program = resolve(&config.command[0], &path_var, &view.work(), &layers)?;
         let hidden = mask::hidden_paths(&run_dir.lower(), &config.hide);
-        let mut exposed =
+        let mut because =
             mask::installation(&program, &config.command[1..], &run_dir.lower(), &hidden);
-        exposed.extend(config.expose.iter().cloned());
+        because.extend(config.expose.iter().cloned());
+        let exposed: Vec<PathBuf> = because.iter().map(|e| e.path.clone()).collect();
         mask::build(&run_dir.mask_layer(), &run_dir.lower(), &hidden, &exposed)?;
         let hosts = mask::hosts_with(&run_dir.lower(), &config.hostname);
         mask::replace(
@@ -263,6 +271,7 @@ impl Sandbox {
             gid,
             hidden,
             exposed,
+            because,
         };
         run_dir.reserve_lab(&config.limits)?;
         // Named and filled as a temporary file any program might leave (Python's
