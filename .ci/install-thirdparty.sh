@@ -66,14 +66,15 @@ PYPI_PINS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 mcp-server-fet
 command -v python3 >/dev/null || die "python3 not found on PATH"
 mkdir -p "$(dirname "$VENV")" && chmod 700 "$(dirname "$VENV")" \
     || die "cannot make the private directory $(dirname "$VENV")"
+# have_pins VENV PINS: whether the venv holds every pin.
 have_pins() {
     local frozen pin
-    frozen=$("$VENV/bin/python3" -m pip freeze 2>/dev/null) || return 1
-    for pin in $PYPI_PINS; do
+    frozen=$("$1/bin/python3" -m pip freeze 2>/dev/null) || return 1
+    for pin in $2; do
         grep -qxF "$pin" <<<"$frozen" || return 1
     done
 }
-if [ -x "$VENV/bin/python3" ] && have_pins; then
+if [ -x "$VENV/bin/python3" ] && have_pins "$VENV" "$PYPI_PINS"; then
     echo "install-thirdparty: $PYPI_PINS already in $VENV" >&2
 else
     echo "install-thirdparty: installing $PYPI_PINS into $VENV" >&2
@@ -81,6 +82,20 @@ else
     # shellcheck disable=SC2086
     "$VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $PYPI_PINS >&2 \
         || die "pip install of $PYPI_PINS failed (is PyPI reachable?)"
+fi
+# The benign corpus's frameworks that the pinned servers' venv cannot hold beside mcp 2.x
+# (harness/tests/data/benign/README.md): the Python SDK's FastMCP (mcp 1.x) and FastMCP 2.x,
+# in a venv of their own under the same 0700 directory.
+BENIGN_VENV=${VAC_BENIGN_VENV:-$(dirname "$VENV")/benign}
+BENIGN_PINS="mcp==1.27.0 fastmcp==2.14.7"
+if [ -x "$BENIGN_VENV/bin/python3" ] && have_pins "$BENIGN_VENV" "$BENIGN_PINS"; then
+    echo "install-thirdparty: $BENIGN_PINS already in $BENIGN_VENV" >&2
+else
+    echo "install-thirdparty: installing $BENIGN_PINS into $BENIGN_VENV" >&2
+    python3 -m venv "$BENIGN_VENV" >&2 || die "python3 -m venv $BENIGN_VENV failed"
+    # shellcheck disable=SC2086
+    "$BENIGN_VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $BENIGN_PINS >&2 \
+        || die "pip install of $BENIGN_PINS failed (is PyPI reachable?)"
 fi
 for server in mcp-server-time mcp-server-git mcp-server-fetch; do
     [ -x "$VENV/bin/$server" ] || die "entry point $VENV/bin/$server missing after install"

@@ -13,6 +13,7 @@ use vac_analysis::AnalysisError;
 use vac_harness::client::HttpEndpoint;
 use vac_harness::exit::Exit;
 use vac_harness::probe::inputs::{ArgHint, EnvVar, Inputs, Plant};
+use vac_harness::probe::start::Started;
 use vac_harness::probe::{
     ContractSource, ProbeError, ProbeOptions, ProbeReport, ReplayError, Target,
 };
@@ -466,6 +467,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let out = args.out.unwrap_or_else(default_out);
+    let started = typed(args.command)?;
     let target = match (args.url, args.http) {
         (Some(url), _) => match HttpEndpoint::parse(&url) {
             Ok(endpoint) => match endpoint.trust(args.ca.as_deref()) {
@@ -481,11 +483,11 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             }
         },
         (None, Some((port, path))) => Target::LaunchedHttp {
-            command: host_relative(args.command)?,
+            command: started.command.clone(),
             port,
             path,
         },
-        (None, None) => Target::Stdio(host_relative(args.command)?),
+        (None, None) => Target::Stdio(started.command.clone()),
     };
     let headers = match credentials(&args.header, args.bearer_env.as_deref()) {
         Ok(headers) if !headers.is_empty() && matches!(target, Target::Stdio(_)) => {
@@ -517,7 +519,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
             .collect(),
+        start: Vec::new(),
     };
+    started.add_to(&mut options.inputs);
     if let Some(uid) = args.uid {
         options.user = vac_harness::probe::user_of(uid, None);
     }
@@ -563,8 +567,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
-    let mut options =
-        ProbeOptions::new(Target::Stdio(host_relative(args.command)?), PathBuf::new());
+    let started = typed(args.command)?;
+    let mut options = ProbeOptions::new(Target::Stdio(started.command.clone()), PathBuf::new());
+    started.add_to(&mut options.inputs);
     options.client.initialize_timeout = Duration::from_secs(args.timeout);
     options.derivation = match args.from {
         DeriveFrom::Intent => vac_harness::probe::Derivation::Intent,
@@ -625,14 +630,16 @@ fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
                 "--import compares with dynamic verdicts: give a receipt directory".into(),
             );
         }
-        let command = host_relative(args.command)?;
+        let started = typed(args.command)?;
+        let command = started.command.clone();
         let target = command
             .iter()
             .map(|a| a.to_string_lossy())
             .collect::<Vec<_>>()
             .join(" ");
-        let options =
+        let mut options =
             ProbeOptions::new(Target::Stdio(command), PathBuf::new()).with_timeout(args.timeout);
+        started.add_to(&mut options.inputs);
         let tools = runtime()?
             .block_on(vac_harness::probe::control_manifest(&options))
             .context("cannot read the server's tools/list")?;
@@ -1364,16 +1371,10 @@ fn credentials(
     Ok(headers)
 }
 
-fn host_relative(mut command: Vec<OsString>) -> anyhow::Result<Vec<OsString>> {
-    if let Some(program) = command.first_mut() {
-        let path = PathBuf::from(&*program);
-        if path.is_relative() && path.components().count() > 1 {
-            *program = std::path::absolute(&path)
-                .with_context(|| format!("cannot resolve {}", path.display()))?
-                .into();
-        }
-    }
-    Ok(command)
+/// The command as typed here, made to start the same in the sandbox (`probe::start`).
+fn typed(command: Vec<OsString>) -> anyhow::Result<Started> {
+    let origin = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(vac_harness::probe::start::as_installed(command, &origin))
 }
 
 fn print_report(report: &ProbeReport, json: bool, all: bool) {

@@ -26,9 +26,21 @@ pub fn head(report: &ProbeReport) -> Value {
         "runs": report.runs,
         "isolation": report.isolation,
         "profile": report.profile,
+        "answers": answers(report),
         "findings": findings(report),
         "receipts": report.receipts,
         "head": report.head,
+    })
+}
+
+/// Per tool called, what its best call achieved, and how many tools got an answer that did
+/// the job (not an error, told in text or flagged).
+fn answers(report: &ProbeReport) -> Value {
+    let succeeded = report.answers.values().filter(|a| a.succeeded()).count();
+    json!({
+        "tools_called": report.answers.len(),
+        "tools_answered": succeeded,
+        "best": report.answers,
     })
 }
 

@@ -343,6 +343,18 @@ fn commands_that_are_not_mcp_servers_are_errored_with_the_reason() {
         assert_eq!(probe.json["status"], "errored", "{command:?}");
         let error = probe.json["error"].as_str().unwrap().to_lowercase();
         assert!(error.contains(expected), "{command:?}: {error}");
+        // A start that got no answer is made once more in a fresh sandbox, and the run says
+        // why; a server that crashed or spoke no JSON-RPC would do so again, and is not.
+        let retried = &probe.json["runs"][0]["retried"];
+        if expected.starts_with("no answer") {
+            let first = retried.as_str().unwrap_or_default();
+            assert!(
+                first.contains("no answer within 3s"),
+                "{command:?}: {retried}"
+            );
+        } else {
+            assert!(retried.is_null(), "{command:?}: {retried}");
+        }
         assert_eq!(
             verify(&probe.receipts).status.code(),
             Some(0),

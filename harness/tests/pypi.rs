@@ -27,16 +27,6 @@ fn installed(test: &str, server: &str) -> Option<String> {
     .then_some(entry)
 }
 
-/// The records of one kind of event in a probe's receipts.
-fn events(probe: &Probe, kind: &str) -> Vec<Value> {
-    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
-    log.lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "event" && r["body"]["event"]["type"] == kind)
-        .map(|r| r["body"]["event"].clone())
-        .collect()
-}
-
 #[test]
 fn mcp_server_time_starts_from_a_private_venv_and_every_tool_does_its_job() {
     let test = "mcp_server_time_starts_from_a_private_venv_and_every_tool_does_its_job";

@@ -45,6 +45,33 @@ impl Surface {
     pub fn offered(&self) -> bool {
         !self.lists.is_empty()
     }
+
+    /// The entries of the lists that answered both here and in `other`: a list that
+    /// failed in either (timed out, refused) says nothing of what changed in it, so its
+    /// entries are not compared (a prompts listing that timed out is not a removed prompt).
+    pub fn comparable(&self, other: &Surface) -> Vec<Value> {
+        let failed: Vec<&str> = self
+            .failed
+            .iter()
+            .chain(&other.failed)
+            .filter_map(|why| {
+                [&PROMPTS, &RESOURCES, &TEMPLATES].into_iter().find(|list| {
+                    why.strip_prefix(list.method)
+                        .is_some_and(|r| r.starts_with(':'))
+                })
+            })
+            .map(|list| list.kind)
+            .collect();
+        self.listed()
+            .iter()
+            .filter(|entry| {
+                let key = entry["name"].as_str().unwrap_or("");
+                let kind = key.split(' ').next().unwrap_or("");
+                !failed.contains(&kind)
+            })
+            .cloned()
+            .collect()
+    }
 }
 
 /// One `prompts/get` or `resources/read` and what came back.
@@ -253,3 +280,40 @@ impl McpSession {
 
 /// The value every prompt argument gets.
 const PROMPT_ARGUMENT: &str = "example";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn surface(entries: Value, failed: &[&str]) -> Surface {
+        Surface {
+            entries: Arc::new(entries),
+            lists: vec!["prompts/list".into(), "resources/list".into()],
+            failed: failed.iter().map(|f| f.to_string()).collect(),
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn a_list_that_failed_on_either_side_is_not_compared() {
+        let before = surface(
+            json!([{"name": "prompt greet", "entry": {}}, {"name": "resource file:///a", "entry": {}}]),
+            &[],
+        );
+        let after = surface(
+            json!([{"name": "resource file:///a", "entry": {}}]),
+            &["prompts/list: no answer within 20s"],
+        );
+        let names = |v: Vec<Value>| -> Vec<String> {
+            v.iter()
+                .map(|e| e["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(names(before.comparable(&after)), ["resource file:///a"]);
+        assert_eq!(names(after.comparable(&before)), ["resource file:///a"]);
+        // Both answered: every entry is compared.
+        let whole = surface(before.entries.as_ref().clone(), &[]);
+        assert_eq!(before.comparable(&whole).len(), 2);
+    }
+}

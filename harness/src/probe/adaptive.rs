@@ -334,6 +334,7 @@ mod tests {
                     repeat_of: None,
                     repeat_state: Vec::new(),
                     revised: None,
+                    answer: None,
                     purpose: Purpose::Normal,
                     tool: (*tool).into(),
                     arguments: Default::default(),

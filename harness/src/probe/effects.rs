@@ -100,24 +100,34 @@ pub(crate) fn observe(
 
 /// Stamps each change with the times of the lab events that wrote its path.
 /// One pass over the events, then a lookup per change: a run of 65,536 files and their
-/// events costs linear time, not their product.
+/// events costs linear time, not their product. Closing a file opened for writing says
+/// only that it was open: its time counts when no event says when it was written (a
+/// writer through a mapping), else a tool that opened a database file the server wrote at
+/// startup would be given the startup's write.
 pub(crate) fn stamp(changes: &mut [ObservedChange], events: &[LabEvent]) {
-    let mut writes: std::collections::HashMap<&Path, Vec<Duration>> =
-        std::collections::HashMap::new();
+    #[derive(Default)]
+    struct Times {
+        written: Vec<Duration>,
+        closed: Vec<Duration>,
+    }
+    let mut times: std::collections::HashMap<&Path, Times> = std::collections::HashMap::new();
     for event in events {
-        if matches!(event.kind, FsEventKind::Open | FsEventKind::CloseNoWrite) {
-            continue;
-        }
-        let at = writes.entry(event.path.as_path()).or_default();
+        let entry = times.entry(event.path.as_path()).or_default();
+        let at = match event.kind {
+            FsEventKind::Open | FsEventKind::CloseNoWrite => continue,
+            FsEventKind::CloseWrite => &mut entry.closed,
+            _ => &mut entry.written,
+        };
         if at.len() < MAX_WRITES {
             at.push(event.at());
         }
     }
     for observed in changes {
-        observed.writes = writes
-            .get(observed.change.path())
-            .cloned()
-            .unwrap_or_default();
+        observed.writes = match times.remove(observed.change.path()) {
+            Some(t) if t.written.is_empty() => t.closed,
+            Some(t) => t.written,
+            None => Vec::new(),
+        };
     }
 }
 
@@ -628,6 +638,7 @@ mod tests {
             repeat_of: None,
             repeat_state: Vec::new(),
             revised: None,
+            answer: None,
             purpose: super::super::vocab::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),
@@ -681,6 +692,58 @@ mod tests {
         ];
         stamp_by_snapshots(&mut blind, &settles, &calls);
         assert!(blind[0].writes.is_empty());
+    }
+
+    /// One timeline of `tests/data/attribution/timelines.json`: the calls (index, sent and
+    /// answered, in ms), the shutdown request, the lab events on one changed file (kind, ms)
+    /// and the attributions expected of its change.
+    #[derive(serde::Deserialize)]
+    struct Timeline {
+        case: String,
+        why: String,
+        calls: Vec<(usize, u64, u64)>,
+        shutdown: u64,
+        events: Vec<(FsEventKind, u64)>,
+        expected: Vec<Attribution>,
+    }
+
+    /// Effect timelines → attribution, data-driven: opened but not modified, startup,
+    /// shutdown, a detached child's write, a mapped writer, an untimed change.
+    #[test]
+    fn each_timeline_is_attributed_as_its_file_says() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/attribution/timelines.json"
+        );
+        let timelines: Vec<Timeline> =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        assert!(timelines.len() >= 8);
+        let path = "/home/u/work/state.db";
+        for t in timelines {
+            let calls: Vec<CallRecord> = t.calls.iter().map(|&(i, s, a)| call(i, s, a)).collect();
+            let events: Vec<LabEvent> = t
+                .events
+                .iter()
+                .map(|&(kind, ms)| LabEvent {
+                    kind,
+                    path: PathBuf::from(path),
+                    is_dir: false,
+                    t_ns: ms * 1_000_000,
+                    pid: None,
+                })
+                .collect();
+            let mut changes = vec![created(path, b"x")];
+            stamp(&mut changes, &events);
+            let windows = Windows {
+                calls: &calls,
+                shutdown: Some(Duration::from_millis(t.shutdown)),
+            };
+            let found: Vec<Attribution> = attributions(&changes[0].writes, &windows)
+                .into_iter()
+                .map(|a| a.0)
+                .collect();
+            assert_eq!(found, t.expected, "{}: {}", t.case, t.why);
+        }
     }
 
     #[test]

@@ -103,6 +103,9 @@ pub(crate) enum Event {
     /// How the run ended, beyond `run_end`'s status.
     Outcome {
         failure: Option<RunFailure>,
+        /// A first attempt given up for no answer to its start (absent in older receipts).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retried: Option<RunFailure>,
         termination: Option<String>,
         list_changed: u64,
         remote: bool,
@@ -226,6 +229,7 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
     out.push(plain(Event::Lost(output.lost.clone())));
     out.push(plain(Event::Outcome {
         failure: output.failure.clone(),
+        retried: output.retried.clone(),
         termination: output.termination.clone(),
         list_changed: output.list_changed,
         remote: output.remote,
@@ -385,11 +389,13 @@ impl RunBuilder {
             Event::Visibility(visibility) => output.visibility = Some(visibility),
             Event::Outcome {
                 failure,
+                retried,
                 termination,
                 list_changed,
                 remote,
             } => {
                 output.failure = failure;
+                output.retried = retried;
                 output.termination = termination;
                 output.list_changed = list_changed;
                 output.remote = remote;

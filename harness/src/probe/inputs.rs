@@ -30,6 +30,11 @@ pub struct Inputs {
     /// (its installation's own directories are found from the command without this).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expose: Vec<std::path::PathBuf>,
+    /// Host paths the command's start needs beside its installation (a Python module named
+    /// by `-m` or `module:object` where vac was started: [`super::start::as_installed`]),
+    /// kept visible with the reason the visibility record gives.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub start: Vec<vac_sandbox::Exposure>,
 }
 
 /// One `--env K=V`.

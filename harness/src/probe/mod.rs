@@ -23,6 +23,7 @@ mod revise;
 mod run;
 mod sensed;
 mod shown;
+pub mod start;
 mod target;
 mod vocab;
 mod witness;
@@ -1038,6 +1039,9 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
         .access_filter(|path| vac_contracts::never_read(&path.to_string_lossy()).is_some());
     for path in &options.inputs.expose {
         builder = builder.expose(path);
+    }
+    for exposure in &options.inputs.start {
+        builder = builder.expose_because(&exposure.path, &exposure.why);
     }
     for var in &options.inputs.env {
         builder = builder.env(&var.name, inputs::expand(&var.value, &view));

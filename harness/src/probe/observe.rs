@@ -11,12 +11,16 @@ use super::vocab::LabRecord;
 use super::vocab::{Reading, RunOutput};
 use super::{sensed, shown, witness};
 
-/// An observation holding the control run's sensors and the planted canaries.
+/// An observation holding the control run's sensors and the planted canaries whose read
+/// is graded: not the files a framework loads from the working directory by convention
+/// (`vac_contracts::LOADED_BY_CONVENTION`), whose read is profiled and whose value leaving
+/// is graded as any canary's.
 pub(crate) fn start(control: &RunOutput, planted: &LabRecord) -> Observation {
     let mut observation = Observation {
         canaries: planted
             .canary_paths()
             .iter()
+            .filter(|p| vac_contracts::loaded_by_convention(p, &planted.work).is_none())
             .map(|p| p.display().to_string())
             .collect(),
         ..Observation::default()
@@ -116,16 +120,18 @@ fn add_part(
     let kept = |index: usize| blocks.is_none_or(|b| b.iter().any(|calls| calls.contains(&index)));
     let effects_from = observation.effects.len();
     for call in subject.calls.iter().filter(|c| kept(c.index)) {
-        // A call did its job only if the server answered with a result that is not a
-        // tool error: an `isError: true` result is the tool refusing, and must not back a
-        // `refuted` any more than a JSON-RPC error does.
-        let (ok, error) = match &call.outcome {
-            Ok(outcome) => match (&outcome.error, tool_error(outcome.result.as_ref())) {
-                (Some(error), _) => (false, Some(error.to_string())),
-                (None, Some(refusal)) => (false, Some(refusal)),
-                (None, None) => (true, None),
+        // A call did its job only if its answer does: a JSON-RPC error, an `isError`
+        // result and an error told in text are the tool refusing, and must not back a
+        // `refuted` (`vac_contracts::answer`).
+        let answer = call.answer();
+        let ok = answer.succeeded();
+        let error = match &call.outcome {
+            Err(error) => Some(error.clone()),
+            Ok(outcome) => match &outcome.error {
+                Some(error) => Some(error.to_string()),
+                None if ok => None,
+                None => Some(refusal_text(answer, outcome.result.as_ref())),
             },
-            Err(error) => (false, Some(error.clone())),
         };
         observation.calls.push(Call {
             index: call.index,
@@ -196,7 +202,28 @@ fn add_part(
             observation.control_subtracted.push(effect);
         }
     }
-    observation.sensors.extend(sensors(subject));
+    // A run's self-tests back the cells of the tools graded on it, not other tools' (a
+    // sensor that failed in one tool's run spoils only that tool's cells): a tool's own
+    // run, or each tool of the blocks graded on a shared run; a run of every tool, all.
+    let graded_on: Vec<Option<String>> = match blocks {
+        Some(blocks) => subject
+            .calls
+            .iter()
+            .filter(|c| blocks.iter().any(|b| b.contains(&c.index)))
+            .map(|c| Some(c.tool.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        None => vec![subject.tool.clone()],
+    };
+    for tool in graded_on {
+        observation
+            .sensors
+            .extend(sensors(subject).into_iter().map(|mut status| {
+                status.tool = status.tool.or_else(|| tool.clone());
+                status
+            }));
+    }
     // A shared run is graded on only when it did not fail (adaptive isolation).
     if blocks.is_none() {
         observation.errors.extend(run_error(subject));
@@ -211,7 +238,13 @@ fn run_error(run: &RunOutput) -> Option<RunError> {
         kind: failure.kind,
         detail: Failure::Run {
             run: run.id.clone(),
-            detail: failure.detail.clone(),
+            detail: match &run.retried {
+                Some(first) => format!(
+                    "{} (the second start; the first: {})",
+                    failure.detail, first.detail
+                ),
+                None => failure.detail.clone(),
+            },
         },
     })
 }
@@ -307,14 +340,15 @@ fn state(reading: &Reading) -> (SensorState, String) {
 }
 
 /// The text of an `isError: true` tool result (its first text content, cut), if it is one.
-fn tool_error(result: Option<&Value>) -> Option<String> {
-    let result = result?;
-    if result.get("isError").and_then(Value::as_bool) != Some(true) {
-        return None;
-    }
-    let text = super::revise::texts(result).next().unwrap_or("");
-    Some(format!(
-        "isError: {}",
-        text.chars().take(200).collect::<String>()
-    ))
+/// A refused result's first text, named by how it refused: `isError: …` or
+/// `told_error: …`.
+fn refusal_text(answer: vac_contracts::Answer, result: Option<&Value>) -> String {
+    let text = result
+        .and_then(|r| super::revise::texts(r).next())
+        .unwrap_or("");
+    let how = match answer {
+        vac_contracts::Answer::ToolError => "isError",
+        other => other.as_str(),
+    };
+    format!("{how}: {}", text.chars().take(200).collect::<String>())
 }

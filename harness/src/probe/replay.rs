@@ -16,7 +16,7 @@ use super::conformance::Conformance;
 use super::contract::{Derivation, manifest};
 use super::event::{EventError, RunBuilder};
 use super::plan::{MalformedTool, PlannedRun, ProbePlan, Scope};
-use super::report::{NoiseSeen, ProbeReport, summary};
+use super::report::{NoiseSeen, ProbeReport, best_answers, summary};
 use super::vocab::{Reading, Role, RunOutput};
 use super::{observe, record};
 
@@ -274,6 +274,7 @@ pub(crate) fn grade(
         conformance: recorded.conformance.findings(&recorded.runs),
         isolation: record::Isolated::new(),
         profile: Default::default(),
+        answers: best_answers(&recorded.runs),
     };
     let Some((decls, malformed)) = manifest(control) else {
         let why = control

@@ -38,6 +38,9 @@ pub struct ProbeReport {
     /// says: per kind (`reads`, `writes`, `execs`, `reaches`, `listens`, `secrets_shown`,
     /// `instructions_shown`, `manifest_changes`) its distinct targets.
     pub profile: std::collections::BTreeMap<String, Value>,
+    /// Per tool called, what its best call achieved (`vac_contracts::answer`): whether any
+    /// call did the job, or how the best of them failed.
+    pub answers: std::collections::BTreeMap<String, vac_contracts::Answer>,
 }
 
 impl ProbeReport {
@@ -82,9 +85,23 @@ impl ProbeReport {
     }
 }
 
+/// Per tool, the best answer of its calls in `runs`.
+pub(crate) fn best_answers(
+    runs: &[RunOutput],
+) -> std::collections::BTreeMap<String, vac_contracts::Answer> {
+    let mut best = std::collections::BTreeMap::new();
+    for call in runs.iter().flat_map(|r| &r.calls) {
+        let answer = call.answer();
+        best.entry(call.tool.clone())
+            .and_modify(|b: &mut vac_contracts::Answer| *b = (*b).max(answer))
+            .or_insert(answer);
+    }
+    best
+}
+
 /// One run in a report's `runs` list.
 pub(crate) fn summary(output: &RunOutput) -> Value {
-    json!({
+    let mut summary = json!({
         "run": output.id,
         "role": match output.role { Role::Control => "control", Role::Subject => "subject", Role::Relaunch => "relaunch" },
         "tool": output.tool,
@@ -93,7 +110,12 @@ pub(crate) fn summary(output: &RunOutput) -> Value {
         "frames": output.frame_stats.frames_seen,
         "failure": output.failure.as_ref().map(|f| &f.detail),
         "protocol_witness": witness::summary(&output.calls, &output.id),
-    })
+    });
+    // Present only for a run made twice: reports of older receipts keep their bytes.
+    if let Some(first) = &output.retried {
+        summary["retried"] = json!(first.detail);
+    }
+    summary
 }
 
 /// The noise lines of a log: how many, and the first with its record.

@@ -263,8 +263,9 @@ fn identifier_in(value: &Value, field: &str, loose: bool) -> Option<Value> {
 /// Values of a result searched for an identifier, at most.
 const MAX_SEARCHED: usize = 10_000;
 
-/// The text of a refusal: a JSON-RPC error's message and data, or an `isError` result's
-/// text; None for a call that succeeded, timed out or lost its session (nothing to read).
+/// The text of a refusal: a JSON-RPC error's message and data, or the text of a result
+/// that is flagged `isError` or tells an error; None for a call that succeeded, timed out or
+/// lost its session (nothing to read).
 fn refusal(call: &CallRecord) -> Option<String> {
     let outcome = call.outcome.as_ref().ok()?;
     if let Some(crate::client::CallError::Rpc { message, data, .. }) = &outcome.error {
@@ -275,7 +276,10 @@ fn refusal(call: &CallRecord) -> Option<String> {
         return None;
     }
     let result = outcome.result.as_ref()?;
-    if result.get("isError").and_then(Value::as_bool) != Some(true) {
+    if !matches!(
+        call.answer(),
+        vac_contracts::Answer::ToolError | vac_contracts::Answer::ToldError
+    ) {
         return None;
     }
     let text: Vec<&str> = texts(result).collect();
@@ -734,6 +738,7 @@ mod tests {
             }),
             repeat_state: Vec::new(),
             revised: None,
+            answer: None,
         }
     }
 }

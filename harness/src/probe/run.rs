@@ -139,11 +139,29 @@ pub(crate) async fn execute(server: &Server, plan: RunPlan<'_>) -> Result<RunOut
 
 /// Runs the server once, and sends `listed` the run as far as its first tools/list once
 /// that is answered (the handshake's server, version and the manifest): what a plan
-/// needs, while the run goes on to settle and be torn down.
+/// needs, while the run goes on to settle and be torn down. A run whose server never
+/// answered its start is made once more in a fresh sandbox before its cells error; the
+/// output says why the first attempt was given up.
 pub(crate) async fn execute_listing(
     server: &Server,
     plan: RunPlan<'_>,
-    listed: Option<Listed>,
+    mut listed: Option<Listed>,
+) -> Result<RunOutput, SandboxError> {
+    let first = attempt(server, plan, &mut listed).await?;
+    let Some(unanswered) = first.failure.clone().filter(|_| first.unanswered) else {
+        return Ok(first);
+    };
+    tracing::info!(run = %first.id, "no answer to the start; one more attempt: {}", unanswered.detail);
+    let mut second = attempt(server, plan, &mut listed).await?;
+    second.retried = Some(unanswered);
+    Ok(second)
+}
+
+/// One attempt at a run; `listed` is taken once the first tools/list is answered.
+async fn attempt(
+    server: &Server,
+    plan: RunPlan<'_>,
+    listed: &mut Option<Listed>,
 ) -> Result<RunOutput, SandboxError> {
     let RunPlan {
         role,
@@ -197,6 +215,7 @@ pub(crate) async fn execute_listing(
             match target::launched(&running, port, path, options.initialize_timeout).await {
                 Ok(endpoint) => Some(Wire::Http(endpoint, output_streams)),
                 Err(failure) => {
+                    output.unanswered = failure.kind == ErrorKind::Timeout;
                     output.failure = Some(failure);
                     None
                 }
@@ -420,7 +439,11 @@ fn network(log: &NetworkLog, output: &mut RunOutput) {
 }
 
 /// A run of a remote target: the conversation, recorded; no sandbox and no other sensor.
-async fn remote(endpoint: &HttpEndpoint, plan: RunPlan<'_>, listed: Option<Listed>) -> RunOutput {
+async fn remote(
+    endpoint: &HttpEndpoint,
+    plan: RunPlan<'_>,
+    listed: &mut Option<Listed>,
+) -> RunOutput {
     let log = FrameLog::new(Instant::now());
     let mut output = RunOutput::blank(target::remote_run_id(), plan.role, plan.tool);
     output.remote = true;
@@ -462,7 +485,7 @@ async fn converse(
     log: &FrameLog,
     plan: RunPlan<'_>,
     watch: Watch<'_>,
-    listed: Option<Listed>,
+    listed: &mut Option<Listed>,
     output: &mut RunOutput,
 ) {
     let last_event = watch.last_event;
@@ -494,6 +517,7 @@ async fn converse(
     let mut session = match connected {
         Ok(session) => session,
         Err(error) => {
+            output.unanswered = matches!(error, ClientError::Timeout { .. });
             output.failure = Some(failure("initialize", &error));
             return;
         }
@@ -521,7 +545,7 @@ async fn converse(
             return;
         }
     }
-    if let Some(listed) = listed {
+    if let Some(listed) = listed.take() {
         let mut so_far = RunOutput::blank(output.id.clone(), output.role, None);
         so_far.protocol_version.clone_from(&output.protocol_version);
         so_far.server.clone_from(&output.server);
@@ -604,15 +628,18 @@ async fn converse(
                     ..
                 })
             );
+            let outcome = outcome.map_err(|e| e.to_string());
+            let answer = Some(super::vocab::judged(&outcome));
             output.calls.push(CallRecord {
                 index: first_index + offset,
                 repeat_of: call.repeat_of.map(|earlier| first_index + earlier),
                 purpose: call.purpose,
                 tool: call.tool.clone(),
                 arguments: call.arguments.clone(),
-                outcome: outcome.map_err(|e| e.to_string()),
+                outcome,
                 repeat_state: Vec::new(),
                 revised,
+                answer,
             });
             if let Some(running) = repeat {
                 settler.settle().await;
@@ -646,6 +673,15 @@ async fn converse(
                 output.failure = Some(failed);
                 break;
             }
+        }
+        // A setup call's delayed writes are its own: the run settles before the calls it
+        // prepares, so that what it set off is not read in the window of the first of them
+        // (on a loaded machine the lab's events of a save come in after its answer).
+        let prepares = calls
+            .get(offset + 1)
+            .is_some_and(|next| next.purpose != Purpose::Setup);
+        if planned.purpose == Purpose::Setup && prepares && !block_ends.contains(&offset) {
+            settler.settle().await;
         }
         if block_ends.contains(&offset) {
             in_block = 0;

@@ -212,17 +212,18 @@ pub(crate) fn surface_effects(
         };
         let mut drifts: Vec<(Drift, Between)> = Vec::new();
         if let Some(after) = &run.later_surface {
+            let (launched, after) = (launched.comparable(after), after.comparable(launched));
             drifts.extend(
-                manifest_drift(launched.listed(), after.listed())
+                manifest_drift(&launched, &after)
                     .into_iter()
                     .map(|d| (d, Between::WithinSession)),
             );
         }
-        let (before, now) = (reviewed.listed(), launched.listed());
+        let (before, now) = (reviewed.comparable(launched), launched.comparable(reviewed));
         drifts.extend(
-            manifest_drift(before, now)
+            manifest_drift(&before, &now)
                 .into_iter()
-                .filter(|d| !reordered_only(before, now, &d.tool))
+                .filter(|d| !reordered_only(&before, &now, &d.tool))
                 .map(|d| (d, Between::AcrossLaunches)),
         );
         for (drift, between) in drifts {

@@ -296,6 +296,7 @@ mod tests {
             repeat_of: None,
             repeat_state: Vec::new(),
             revised: None,
+            answer: None,
             purpose,
             tool: "open_note".into(),
             arguments: json!({"path": path}).as_object().unwrap().clone(),

@@ -100,6 +100,47 @@ pub fn probe(extra: &[&str], command: &[&str]) -> Probe {
     probe_with(&args)
 }
 
+/// The events of `kind` in a probe's receipts, in order.
+pub fn events(probe: &Probe, kind: &str) -> Vec<Value> {
+    let log = std::fs::read_to_string(probe.receipts.join("receipts.jsonl")).unwrap();
+    log.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "event" && r["body"]["event"]["type"] == kind)
+        .map(|r| r["body"]["event"].clone())
+        .collect()
+}
+
+/// Runs `vac probe --json --out <tmp> ARGS… -- COMMAND…` in `dir`, as a user types a
+/// command in the directory it lies in.
+pub fn probe_from(dir: &Path, extra: &[&str], command: &[&str]) -> Probe {
+    let tmp = tempfile::tempdir().unwrap();
+    let receipts = tmp.path().join("receipts");
+    let out = receipts.display().to_string();
+    let mut all = vec!["probe", "--json", "--out", out.as_str()];
+    all.extend_from_slice(extra);
+    all.push("--");
+    all.extend_from_slice(command);
+    let output = Command::new(VAC)
+        .env("RUST_LOG", "warn")
+        .args(&all)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {stdout:?} stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    Probe {
+        output,
+        json,
+        receipts,
+        dir: tmp,
+    }
+}
+
 /// Runs `vac probe --json --out <tmp> ARGS…` (a remote target has no command).
 pub fn probe_with(args: &[&str]) -> Probe {
     let dir = tempfile::tempdir().unwrap();

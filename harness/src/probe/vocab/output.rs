@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use vac_contracts::ErrorKind;
+use vac_contracts::{Answer, ErrorKind};
 use vac_sandbox::{FsEventKind, LayerState};
 
 use super::calls::{Purpose, Revised};
@@ -131,6 +131,30 @@ pub(crate) struct CallRecord {
     /// (a retry's refusal read, an identifier an earlier result returned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) revised: Option<Revised>,
+    /// What the answer achieved, as judged when the call was made
+    /// (`vac_contracts::answer`): recorded so that a later classifier leaves what old
+    /// receipts say alone. Absent in receipts older than the judgement, whose calls were
+    /// judged by `isError` alone ([`CallRecord::answer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<Answer>,
+}
+
+/// Judges a call's outcome: no answer, a JSON-RPC error, or its result as
+/// `vac_contracts::answer::judge` reads it.
+pub(crate) fn judged(outcome: &Result<CallOutcome, String>) -> Answer {
+    match outcome {
+        Err(_) => Answer::NoAnswer,
+        Ok(CallOutcome {
+            error: Some(crate::client::CallError::Timeout { .. }),
+            ..
+        }) => Answer::NoAnswer,
+        Ok(CallOutcome { error: Some(_), .. }) => Answer::RpcError,
+        Ok(CallOutcome { result: None, .. }) => Answer::NoAnswer,
+        Ok(CallOutcome {
+            result: Some(result),
+            ..
+        }) => vac_contracts::answer::judge(result),
+    }
 }
 
 /// One path's state before and after a repeated call.
@@ -143,6 +167,25 @@ pub(crate) struct PathStates {
 }
 
 impl CallRecord {
+    /// What the call's answer achieved: the recorded judgement, or for a call recorded
+    /// before judgements were, what `isError` and the JSON-RPC error say.
+    pub(crate) fn answer(&self) -> Answer {
+        self.answer.unwrap_or_else(|| match &self.outcome {
+            Ok(CallOutcome {
+                error: None,
+                result,
+                ..
+            }) => {
+                let flagged = result.as_ref().and_then(|r| r.get("isError"));
+                match flagged.and_then(Value::as_bool) {
+                    Some(true) => Answer::ToolError,
+                    _ => Answer::Answered,
+                }
+            }
+            outcome => judged(outcome),
+        })
+    }
+
     /// The paths a repeat left as it found them.
     pub(crate) fn left_unchanged(&self) -> Vec<String> {
         self.repeat_state
@@ -200,6 +243,15 @@ pub(crate) struct RunOutput {
     pub(crate) sensors: SensorReadings,
     pub(crate) lost: Lost,
     pub(crate) failure: Option<RunFailure>,
+    /// Why a first attempt of this run was given up: it got no answer to its start (no
+    /// `initialize` answer, or nothing listening), so the run was made again in a fresh
+    /// sandbox and this output is the second attempt's.
+    pub(crate) retried: Option<RunFailure>,
+    /// The server said nothing to its start before the wait ran out (no line on stdout, or
+    /// nothing listening): a slow first start, a cold cache, a loaded machine — unlike a
+    /// crash, a protocol error or lines that are not JSON-RPC, which a second start would
+    /// repeat. Not recorded: it decides only whether the run is made again.
+    pub(crate) unanswered: bool,
     /// When the client asked the server to shut down (on the frame log's clock).
     pub(crate) shutdown: Option<Duration>,
     /// How the program ended, as the sandbox said it.
@@ -245,6 +297,8 @@ impl RunOutput {
             },
             lost: Lost::default(),
             failure: None,
+            retried: None,
+            unanswered: false,
             shutdown: None,
             termination: None,
             remote: false,
