@@ -3,12 +3,17 @@
 
     python3 study/campaign.py [--prefix /opt/vac-study] [--out study/campaign.toml]
                               [--include-needs-scripts] [--repetitions 1] [--jobs 2]
+                              [--sample N [--sample-seed TEXT]] [--ids]
 
 One [[target]] per catalogued server that is not excluded and installed (install.sh's
 outcome `installed`; `needs_install_scripts` ones only with --include-needs-scripts, tagged
 "scripts-not-run"), plus vac's fixtures. Commands are absolute paths under --prefix; env
 holds the catalogue's placeholders (dummy credentials); tags name the registry and
 "pinned"/"fixture". The file is checked with tomllib after it is written. Stdlib only.
+
+--sample N keeps, of the servers, the N first by sha256 of "<sample-seed>:<id>" (a draw
+nobody picks and anyone can repeat), and the fixtures; --ids prints the servers' ids (for
+`install.sh --only`) instead of writing the file.
 """
 from __future__ import annotations
 
@@ -46,6 +51,9 @@ def main():
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--include-needs-scripts", action="store_true")
+    ap.add_argument("--sample", type=int, default=0)
+    ap.add_argument("--sample-seed", default="vac-study")
+    ap.add_argument("--ids", action="store_true")
     ap.add_argument("--check-installed", action="store_true",
                     help="drop targets whose command's program is missing under --prefix")
     a = ap.parse_args()
@@ -67,7 +75,21 @@ def main():
     ]
     n = 0
     skipped = {}
-    for s in cat["server"]:
+    servers = cat["server"]
+    if a.sample:
+        import hashlib
+
+        def draw(s):
+            return hashlib.sha256(f"{a.sample_seed}:{s['id']}".encode()).hexdigest()
+
+        eligible = [s for s in servers if not s.get("excluded") and s.get("command")
+                    and s.get("install", "pending") in ok_outcomes and not s.get("fixture")]
+        drawn = {s["id"] for s in sorted(eligible, key=draw)[: a.sample]}
+        servers = [s for s in servers if s.get("fixture") or s["id"] in drawn]
+        if a.ids:
+            print(" ".join(sorted(drawn)))
+            return
+    for s in servers:
         if s.get("excluded"):
             skipped["excluded"] = skipped.get("excluded", 0) + 1
             continue
