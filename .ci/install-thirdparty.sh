@@ -74,29 +74,24 @@ have_pins() {
         grep -qxF "$pin" <<<"$frozen" || return 1
     done
 }
-if [ -x "$VENV/bin/python3" ] && have_pins "$VENV" "$PYPI_PINS"; then
-    echo "install-thirdparty: $PYPI_PINS already in $VENV" >&2
-else
-    echo "install-thirdparty: installing $PYPI_PINS into $VENV" >&2
-    python3 -m venv "$VENV" >&2 || die "python3 -m venv $VENV failed"
+# A venv at $1 holding the pins $2, made or completed when it does not.
+venv_with() {
+    if [ -x "$1/bin/python3" ] && have_pins "$1" "$2"; then
+        echo "install-thirdparty: $2 already in $1" >&2
+        return
+    fi
+    echo "install-thirdparty: installing $2 into $1" >&2
+    python3 -m venv "$1" >&2 || die "python3 -m venv $1 failed"
     # shellcheck disable=SC2086
-    "$VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $PYPI_PINS >&2 \
-        || die "pip install of $PYPI_PINS failed (is PyPI reachable?)"
-fi
+    "$1/bin/python3" -m pip install --quiet --disable-pip-version-check $2 >&2 \
+        || die "pip install of $2 failed (is PyPI reachable?)"
+}
+venv_with "$VENV" "$PYPI_PINS"
 # The benign corpus's frameworks that the pinned servers' venv cannot hold beside mcp 2.x
 # (harness/tests/data/benign/README.md): the Python SDK's FastMCP (mcp 1.x) and FastMCP 2.x,
 # in a venv of their own under the same 0700 directory.
 BENIGN_VENV=${VAC_BENIGN_VENV:-$(dirname "$VENV")/benign}
-BENIGN_PINS="mcp==1.27.0 fastmcp==2.14.7"
-if [ -x "$BENIGN_VENV/bin/python3" ] && have_pins "$BENIGN_VENV" "$BENIGN_PINS"; then
-    echo "install-thirdparty: $BENIGN_PINS already in $BENIGN_VENV" >&2
-else
-    echo "install-thirdparty: installing $BENIGN_PINS into $BENIGN_VENV" >&2
-    python3 -m venv "$BENIGN_VENV" >&2 || die "python3 -m venv $BENIGN_VENV failed"
-    # shellcheck disable=SC2086
-    "$BENIGN_VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $BENIGN_PINS >&2 \
-        || die "pip install of $BENIGN_PINS failed (is PyPI reachable?)"
-fi
+venv_with "$BENIGN_VENV" "mcp==1.27.0 fastmcp==2.14.7"
 for server in mcp-server-time mcp-server-git mcp-server-fetch; do
     [ -x "$VENV/bin/$server" ] || die "entry point $VENV/bin/$server missing after install"
 done

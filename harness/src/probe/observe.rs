@@ -216,10 +216,11 @@ fn add_part(
             .collect(),
         None => vec![subject.tool.clone()],
     };
+    let statuses = sensors(subject);
     for tool in graded_on {
         observation
             .sensors
-            .extend(sensors(subject).into_iter().map(|mut status| {
+            .extend(statuses.iter().cloned().map(|mut status| {
                 status.tool = status.tool.or_else(|| tool.clone());
                 status
             }));

@@ -113,19 +113,29 @@ pub fn events(probe: &Probe, kind: &str) -> Vec<Value> {
 /// Runs `vac probe --json --out <tmp> ARGS… -- COMMAND…` in `dir`, as a user types a
 /// command in the directory it lies in.
 pub fn probe_from(dir: &Path, extra: &[&str], command: &[&str]) -> Probe {
+    let mut args = extra.to_vec();
+    args.push("--");
+    args.extend_from_slice(command);
+    probe_in(Some(dir), &args)
+}
+
+/// Runs `vac probe --json --out <tmp> ARGS…` (a remote target has no command).
+pub fn probe_with(args: &[&str]) -> Probe {
+    probe_in(None, args)
+}
+
+/// `vac probe --json --out <tmp> ARGS…`, in `dir` when given, and its report.
+fn probe_in(dir: Option<&Path>, args: &[&str]) -> Probe {
     let tmp = tempfile::tempdir().unwrap();
     let receipts = tmp.path().join("receipts");
     let out = receipts.display().to_string();
     let mut all = vec!["probe", "--json", "--out", out.as_str()];
-    all.extend_from_slice(extra);
-    all.push("--");
-    all.extend_from_slice(command);
-    let output = Command::new(VAC)
-        .env("RUST_LOG", "warn")
-        .args(&all)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    all.extend_from_slice(args);
+    let mut command = vac_command(&all);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
@@ -138,29 +148,6 @@ pub fn probe_from(dir: &Path, extra: &[&str], command: &[&str]) -> Probe {
         json,
         receipts,
         dir: tmp,
-    }
-}
-
-/// Runs `vac probe --json --out <tmp> ARGS…` (a remote target has no command).
-pub fn probe_with(args: &[&str]) -> Probe {
-    let dir = tempfile::tempdir().unwrap();
-    let receipts = dir.path().join("receipts");
-    let out = receipts.display().to_string();
-    let mut all = vec!["probe", "--json", "--out", out.as_str()];
-    all.extend_from_slice(args);
-    let output = vac(&all);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {stdout:?} stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    Probe {
-        output,
-        json,
-        receipts,
-        dir,
     }
 }
 
@@ -245,11 +232,16 @@ pub fn grid(json: &Value) -> Vec<(String, String, String)> {
 /// Runs the real `vac` binary; it logs its own peak memory at exit (see [`vac_peak_rss`])
 /// unless the caller chose what to log with `RUST_LOG`.
 pub fn vac(args: &[&str]) -> Output {
+    vac_command(args).output().unwrap()
+}
+
+fn vac_command(args: &[&str]) -> Command {
     let mut command = Command::new(VAC);
     if std::env::var_os("RUST_LOG").is_none() {
         command.env("RUST_LOG", "warn,vac::peak_memory=info");
     }
-    command.args(args).output().unwrap()
+    command.args(args);
+    command
 }
 
 /// vac's own peak resident memory in bytes, as it logged at exit: not its servers', which
