@@ -568,10 +568,18 @@ impl ProbeReader {
                     .and_then(|r| r.get("isError"))
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
+                // The judgement recorded with the call (`vac_contracts::answer`): a result
+                // not flagged `isError` whose text tells an error did not do its job.
+                // Calls recorded before judgements were have none, and `isError` decides.
+                let told_error = event
+                    .get("answer")
+                    .and_then(|a| serde_json::from_value::<vac_contracts::Answer>(a.clone()).ok())
+                    == Some(vac_contracts::Answer::ToldError);
                 let status = match (ok, result, error) {
                     (None, _, _) => "failed",
                     (Some(_), _, Some(_)) => "rpc_error",
                     (Some(_), Some(_), None) if is_error => "is_error",
+                    (Some(_), Some(_), None) if told_error => "told_error",
                     (Some(_), Some(_), None) => "ok",
                     (Some(_), None, None) => "no_result",
                 };

@@ -58,7 +58,9 @@ pub struct CallRow {
     pub purpose: String,
     pub repeat_of: Option<u64>,
     pub arguments: String,
-    /// `ok`, `is_error`, `rpc_error`, `no_result` or `failed` (the session failed).
+    /// `ok`, `is_error`, `told_error` (not flagged, but its text tells an error: the
+    /// judgement recorded with the call), `rpc_error`, `no_result` or `failed` (the session
+    /// failed).
     pub status: String,
     pub error: Option<String>,
     pub requested_ns: Option<u64>,

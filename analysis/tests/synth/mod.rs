@@ -118,16 +118,20 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
         }))
         .unwrap();
         let ok = !(s + t).is_multiple_of(5);
-        event(
-            &mut w,
-            &run,
-            json!({"type": "call", "index": 0, "repeat_of": null, "purpose": "normal", "tool": tool,
-                   "arguments": {"path": "/lab/work/note.md"},
-                   "outcome": {"Ok": {"request_id": 2, "error": null,
-                       "requested_at": {"secs": 0, "nanos": 1_000_000},
-                       "answered_at": {"secs": 0, "nanos": 2_000_000},
-                       "result": {"content": [{"type": "text", "text": "ok"}], "isError": !ok}}}}),
-        );
+        // A failing tool refuses by `isError` on even servers; on odd ones it tells the
+        // error in its text, unflagged, as the judgement recorded with the call says.
+        let told = !ok && s % 2 == 1;
+        let mut call = json!({"type": "call", "index": 0, "repeat_of": null, "purpose": "normal", "tool": tool,
+               "arguments": {"path": "/lab/work/note.md"},
+               "outcome": {"Ok": {"request_id": 2, "error": null,
+                   "requested_at": {"secs": 0, "nanos": 1_000_000},
+                   "answered_at": {"secs": 0, "nanos": 2_000_000},
+                   "result": {"content": [{"type": "text", "text": if told { "Error: no such table" } else { "ok" }}],
+                              "isError": !ok && !told}}}});
+        if told {
+            call["answer"] = json!("told_error");
+        }
+        event(&mut w, &run, call);
         for e in 0..shape.effects_per_tool {
             let t_ns = 1_000_000 + e as u64 * 1_000;
             let ev = match e % 4 {
