@@ -266,6 +266,26 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
             if s.probes.len() == 1 { "" } else { "s" }
         ));
     }
+    if !s.not_audited.is_empty() {
+        h.push_str("<ul class=\"not-audited\">\n");
+        for n in &s.not_audited {
+            h.push_str(&format!(
+                "<li><b>not audited</b>: {} {} (exit {}){}</li>\n",
+                esc(&n.dir),
+                esc(&n.status),
+                n.exit,
+                match n.detail.is_empty() {
+                    true => String::new(),
+                    false => format!(": {}", esc(&n.detail)),
+                }
+            ));
+        }
+        h.push_str("</ul>\n");
+    }
+    if s.tools.is_empty() {
+        h.push_str("</section>\n");
+        return;
+    }
     h.push_str(&format!(
         "<svg class=\"heatmap\" role=\"img\" aria-label=\"verdicts of {}\" width=\"{width}\" \
          height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">\n",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use vac_receipts::Json;
 
-use crate::rows::{Probe, Rows, Shared, VerdictRow};
+use crate::rows::{NotAudited, Probe, Rows, Shared, VerdictRow};
 use crate::severity::{self, Severity};
 
 /// Verdict names in the order counts are kept and shown.
@@ -36,6 +36,9 @@ pub struct ServerMap {
     /// The probe directories behind the server's cells (its repetitions).
     pub probes: Vec<String>,
     pub tools: Vec<ToolMap>,
+    /// Its probes (repetitions) that could not be audited, as the campaign log says: a
+    /// server none of whose probes was audited has no tools and is listed all the same.
+    pub not_audited: Vec<NotAudited>,
     pub summary: Summary,
 }
 
@@ -133,6 +136,8 @@ pub struct Summary {
     pub no_successful_call: u64,
     /// Cells whose repetitions disagree.
     pub unstable: u64,
+    /// Probes (repetitions) that could not be audited.
+    pub not_audited: u64,
 }
 
 impl Map {
@@ -159,6 +164,7 @@ impl Map {
             total.not_graded += s.not_graded;
             total.no_successful_call += s.no_successful_call;
             total.unstable += s.unstable;
+            total.not_audited += s.not_audited;
         }
         total
     }
@@ -306,6 +312,8 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                     }
                 })
                 .collect();
+            let not_audited = not_audited_of(rows, server);
+            summary.not_audited = not_audited.len() as u64;
             ServerMap {
                 id: server.to_string(),
                 name: first.server_name,
@@ -313,15 +321,49 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                 protocols,
                 probes: cells.probes.iter().map(|p| p.to_string()).collect(),
                 tools,
+                not_audited,
                 summary,
             }
         })
         .collect();
+    let mut servers: Vec<ServerMap> = servers;
+    // Targets no probe of which was audited: listed after the rest, in the campaign's
+    // order, so that the map accounts for every target.
+    for failed in &rows.not_audited {
+        if order.contains(&failed.target.as_str()) || servers.iter().any(|s| s.id == failed.target)
+        {
+            continue;
+        }
+        let not_audited = not_audited_of(rows, &failed.target);
+        let first = rows.probes.iter().find(|p| p.server == failed.target);
+        servers.push(ServerMap {
+            id: failed.target.clone(),
+            name: first.and_then(|p| p.server_name.clone()),
+            version: first.and_then(|p| p.server_version.clone()),
+            protocols: first.and_then(|p| p.protocol.clone()).into_iter().collect(),
+            probes: Vec::new(),
+            tools: Vec::new(),
+            summary: Summary {
+                not_audited: not_audited.len() as u64,
+                ..Summary::default()
+            },
+            not_audited,
+        });
+    }
     Map {
         campaign: campaign.to_string(),
         clauses: clauses.iter().map(|c| c.to_string()).collect(),
         servers,
     }
+}
+
+/// The probes of `server` the campaign log says could not be audited.
+fn not_audited_of(rows: &Rows, server: &str) -> Vec<NotAudited> {
+    rows.not_audited
+        .iter()
+        .filter(|n| n.target == server)
+        .cloned()
+        .collect()
 }
 
 /// One server's verdict rows, by tool and clause, borrowed from the rows read.
@@ -398,7 +440,7 @@ fn cell(clause: &str, records: &[&VerdictRow]) -> MapCell {
 
 impl Summary {
     /// The counts as the map's summary tables show them: key and label, in column order.
-    pub const COLUMNS: [(&'static str, &'static str); 8] = [
+    pub const COLUMNS: [(&'static str, &'static str); 9] = [
         ("tools", "tools"),
         ("kept", "kept every promise"),
         ("confirmed", "confirmed"),
@@ -407,10 +449,11 @@ impl Summary {
         ("errored", "errored"),
         ("no_successful_call", "tools with no successful call"),
         ("unstable", "unstable cells"),
+        ("not_audited", "probes not audited"),
     ];
 
     /// The counts in [`Summary::COLUMNS`] order.
-    pub fn values(&self) -> [u64; 8] {
+    pub fn values(&self) -> [u64; 9] {
         [
             self.tools,
             self.kept,
@@ -420,6 +463,7 @@ impl Summary {
             self.errored,
             self.no_successful_call,
             self.unstable,
+            self.not_audited,
         ]
     }
 
@@ -434,6 +478,7 @@ impl Summary {
             "not_graded": self.not_graded,
             "no_successful_call": self.no_successful_call,
             "unstable": self.unstable,
+            "not_audited": self.not_audited,
         })
     }
 }
@@ -450,6 +495,13 @@ pub fn to_json(map: &Map) -> Value {
             "version": s.version,
             "protocol": s.protocols,
             "probes": s.probes,
+            "not_audited": s.not_audited.iter().map(|n| json!({
+                "probe": n.dir,
+                "repetition": n.repetition,
+                "status": n.status,
+                "exit": n.exit,
+                "detail": n.detail,
+            })).collect::<Vec<_>>(),
             "summary": s.summary.to_json(),
             "tools": s.tools.iter().map(|t| {
                 let mut tool = json!({

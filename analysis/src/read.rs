@@ -82,11 +82,22 @@ impl AnalysisError {
     }
 }
 
+/// What a campaign log lists: the probes to read, and the members that could not be
+/// audited (empty when `root` is no campaign).
+struct Listing {
+    probes: Vec<Listed>,
+    not_audited: Vec<crate::rows::NotAudited>,
+}
+
 /// The probe directories under `root`: the probes a campaign log at `root` lists, else
 /// `root` itself when it holds a probe's log, else each directory directly under it that
 /// does, in name order.
 pub fn probe_dirs(root: &Path) -> Result<Vec<PathBuf>, AnalysisError> {
-    Ok(listed_probes(root)?.into_iter().map(|l| l.dir).collect())
+    Ok(listed_probes(root)?
+        .probes
+        .into_iter()
+        .map(|l| l.dir)
+        .collect())
 }
 
 /// A probe directory to read and, when a campaign log lists it, the head it must have and
@@ -101,15 +112,18 @@ struct Listed {
 /// must have: a campaign log (`campaign_start.config.campaign`) lists its probes in
 /// `member` records, and exactly those are read — the sealed ones; a member that left no
 /// sealed log (it failed or timed out) has no verdicts to read.
-fn listed_probes(root: &Path) -> Result<Vec<Listed>, AnalysisError> {
+fn listed_probes(root: &Path) -> Result<Listing, AnalysisError> {
     if root.join(vac_receipts::LOG_FILE).is_file() {
         return match campaign_members(root)? {
-            Some(members) => Ok(members),
-            None => Ok(vec![Listed {
-                dir: root.to_path_buf(),
-                head: None,
-                target: None,
-            }]),
+            Some(listing) => Ok(listing),
+            None => Ok(Listing {
+                probes: vec![Listed {
+                    dir: root.to_path_buf(),
+                    head: None,
+                    target: None,
+                }],
+                not_audited: Vec::new(),
+            }),
         };
     }
     let listing = std::fs::read_dir(root).map_err(|source| AnalysisError::Io {
@@ -131,21 +145,26 @@ fn listed_probes(root: &Path) -> Result<Vec<Listed>, AnalysisError> {
         return Err(AnalysisError::NotReceipts(root.to_path_buf()));
     }
     dirs.sort();
-    Ok(dirs
-        .into_iter()
-        .map(|dir| Listed {
-            dir,
-            head: None,
-            target: None,
-        })
-        .collect())
+    Ok(Listing {
+        probes: dirs
+            .into_iter()
+            .map(|dir| Listed {
+                dir,
+                head: None,
+                target: None,
+            })
+            .collect(),
+        not_audited: Vec::new(),
+    })
 }
 
-/// The sealed probes a campaign log at `root` lists, with their heads; `None` when the
-/// log is a probe's. The campaign's own chain must verify and be sealed.
-fn campaign_members(root: &Path) -> Result<Option<Vec<Listed>>, AnalysisError> {
+/// The sealed probes a campaign log at `root` lists, with their heads, and the members
+/// that could not be audited; `None` when the log is a probe's. The campaign's own chain
+/// must verify and be sealed.
+fn campaign_members(root: &Path) -> Result<Option<Listing>, AnalysisError> {
     let mut campaign = false;
     let mut members = Vec::new();
+    let mut not_audited = Vec::new();
     let options = VerifyOptions {
         require_seal: true,
         ..VerifyOptions::default()
@@ -153,6 +172,16 @@ fn campaign_members(root: &Path) -> Result<Option<Vec<Listed>>, AnalysisError> {
     let verified = vac_receipts::verify_each(root, &options, |entry| match entry.record.body {
         Body::CampaignStart(start) => campaign = start.config.get("campaign").is_some(),
         Body::Member(member) if member.role == "probe" => {
+            if member.status != "completed" {
+                not_audited.push(crate::rows::NotAudited {
+                    target: member.target.clone(),
+                    dir: member.dir.clone(),
+                    repetition: member.repetition,
+                    status: member.status.clone(),
+                    exit: member.exit,
+                    detail: member.detail.clone(),
+                });
+            }
             if let Some(head) = member.head {
                 members.push(Listed {
                     dir: root.join(&member.dir),
@@ -164,7 +193,10 @@ fn campaign_members(root: &Path) -> Result<Option<Vec<Listed>>, AnalysisError> {
         _ => {}
     });
     match verified {
-        Ok(_) if campaign => Ok(Some(members)),
+        Ok(_) if campaign => Ok(Some(Listing {
+            probes: members,
+            not_audited,
+        })),
         // A probe's log: read (and verified) as a probe.
         Ok(_) => Ok(None),
         Err(_) if !campaign => Ok(None),
@@ -180,7 +212,10 @@ fn campaign_members(root: &Path) -> Result<Option<Vec<Listed>>, AnalysisError> {
 /// Probes are read in parallel (one thread per core); rows keep directory order, and the
 /// error reported is the first in directory order, whatever finished first.
 pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
-    let listed = listed_probes(root)?;
+    let Listing {
+        probes: listed,
+        not_audited,
+    } = listed_probes(root)?;
     let dirs: Vec<PathBuf> = listed.iter().map(|l| l.dir.clone()).collect();
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
@@ -243,8 +278,9 @@ pub fn read(root: &Path) -> Result<Rows, AnalysisError> {
             None => continue,
         }
     }
-    let rows = Rows::concat(read);
-    if rows.verdicts.is_empty() {
+    let mut rows = Rows::concat(read);
+    rows.not_audited = not_audited;
+    if rows.verdicts.is_empty() && rows.not_audited.is_empty() {
         return Err(AnalysisError::Empty(root.to_path_buf()));
     }
     Ok(rows)

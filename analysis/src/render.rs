@@ -237,6 +237,21 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
                 s.probes.len()
             ));
         }
+        for n in &s.not_audited {
+            md.push_str(&format!(
+                "Not audited: `{}` {} (exit {}){}.\n\n",
+                md_escape(&n.dir),
+                n.status,
+                n.exit,
+                match n.detail.is_empty() {
+                    true => String::new(),
+                    false => format!(": {}", md_escape(&n.detail)),
+                }
+            ));
+        }
+        if s.tools.is_empty() {
+            continue;
+        }
         md.push_str("| tool | calls ok |");
         for c in &map.clauses {
             md.push_str(&format!(" {c} |"));
@@ -416,7 +431,8 @@ fn md_escape(text: &str) -> String {
     out
 }
 
-/// One line per cell.
+/// One line per cell, and one per probe that could not be audited (verdict
+/// `not_audited`, its status, exit and detail as the reason).
 pub fn map_csv(map: &Map) -> String {
     let mut csv = String::from("server,tool,clause,verdict,severity,stable,");
     csv.push_str(&VERDICTS.join(","));
@@ -440,6 +456,18 @@ pub fn map_csv(map: &Map) -> String {
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         csv.push_str(&line.join(","));
         csv.push('\n');
+    }
+    for s in &map.servers {
+        for n in &s.not_audited {
+            let reason = format!("{} {} (exit {}): {}", n.dir, n.status, n.exit, n.detail);
+            let mut fields = vec![s.id.clone(), String::new(), String::new()];
+            fields.push("not_audited".to_string());
+            fields.extend(["none", "true", "0", "0", "0", "0", "0", "0"].map(String::from));
+            fields.push(reason);
+            let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+            csv.push_str(&line.join(","));
+            csv.push('\n');
+        }
     }
     csv
 }

@@ -32,6 +32,19 @@ pub struct Probe {
     pub records: u64,
 }
 
+/// A campaign member that ended without verdicts: the target, its probe directory and
+/// repetition, how it ended (`failed`, `timed_out`), the exit code it would have had on its
+/// own, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotAudited {
+    pub target: String,
+    pub dir: String,
+    pub repetition: u32,
+    pub status: String,
+    pub exit: u8,
+    pub detail: String,
+}
+
 #[derive(Clone, Debug)]
 pub struct RunRow {
     pub probe: Shared,
@@ -257,6 +270,9 @@ pub struct ProfileRow {
 /// Everything read, one vector per table, probes in directory order and rows in log order.
 #[derive(Clone, Debug, Default)]
 pub struct Rows {
+    /// A campaign's members that could not be audited (failed, timed out): what the
+    /// campaign log says of each; empty for probes read without a campaign log.
+    pub not_audited: Vec<NotAudited>,
     pub probes: Vec<Probe>,
     pub runs: Vec<RunRow>,
     pub calls: Vec<CallRow>,
@@ -279,6 +295,7 @@ impl Rows {
         }
         let mut parts = parts;
         Rows {
+            not_audited: join(&mut parts, |r| &mut r.not_audited),
             probes: join(&mut parts, |r| &mut r.probes),
             runs: join(&mut parts, |r| &mut r.runs),
             calls: join(&mut parts, |r| &mut r.calls),

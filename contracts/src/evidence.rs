@@ -319,14 +319,15 @@ impl Evidence {
         }
     }
 
-    /// Whether a file's modification left it shorter than it was: a truncation, which
-    /// destroys what was at its end. An edit or a rewrite in place that keeps or grows the
-    /// file is a write, not a removal (`fs.delete`). A write the protocol witness saw has
-    /// no sizes: it counts as a truncation, as before the sizes were read.
+    /// Whether a file's modification cut off its end: the new content is the old content's
+    /// beginning (the overlay witness compares them), which destroys what was at its end.
+    /// An edit, a rewrite in place or a rewrite shorter with other content (git's index
+    /// written anew) is a write, not a removal (`fs.delete`). A write the protocol witness
+    /// saw has no contents: it counts as a truncation.
     pub fn truncates(&self) -> bool {
         match self {
             Evidence::Write(write) => match &write.change {
-                Change::Modified { size, old_size, .. } => size < old_size,
+                Change::Modified { truncated, .. } => *truncated,
                 _ => true,
             },
             _ => true,
@@ -377,6 +378,9 @@ pub enum Change {
         blake3: String,
         old_size: u64,
         old_blake3: String,
+        /// The new content is the old content's beginning: its end was cut off.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     ModeChanged {
         old_mode: String,

@@ -94,8 +94,8 @@ pub(crate) const GRADED: &[ClauseSpec] = &[
         fallback: None,
         derive: by::fs_delete,
         domain: EffectClass::is_fs,
-        // A removal or a truncation: a modification that keeps or grows the file is a
-        // write (`fs.write`), not a delete.
+        // A removal or a truncation: a modification that does not cut off the file's end
+        // (an edit, a rewrite) is a write (`fs.write`), not a delete.
         restricts: |e| {
             e.existed_before
                 && e.class.destroys_existing()

@@ -29,6 +29,7 @@ use crate::contract::{ClauseRule, Contract, Rule, ToolContract};
 use crate::derive;
 use crate::document::LabPaths;
 use crate::graded::GRADED;
+use crate::service::Service;
 use crate::tool::ToolDecl;
 
 /// Words that say a tool writes files.
@@ -365,11 +366,17 @@ fn scratch(lab: &LabPaths) -> Vec<String> {
 const UNIVERSAL_FS: &str = "never credential, start-up or system places (universal)";
 
 /// The contract of `tools` in `lab`: declared hints where the server wrote them, intent
-/// where it did not, the universal limits everywhere (module doc); and, last, the row of
-/// the server itself ([`server_row`]).
-pub fn derive_intent(tools: &[ToolDecl], offers: Offers, lab: &LabPaths) -> Contract {
+/// where it did not, the universal limits everywhere (module doc), the server's `service`
+/// and own state allowed to every tool; and, last, the row of the server itself
+/// ([`server_row`]).
+pub fn derive_intent(
+    tools: &[ToolDecl],
+    offers: Offers,
+    service: &Service,
+    lab: &LabPaths,
+) -> Contract {
     let mut contract = Contract {
-        tools: tools.iter().map(|t| intent_tool(t, lab)).collect(),
+        tools: tools.iter().map(|t| intent_tool(t, service, lab)).collect(),
         ..Contract::default()
     };
     contract
@@ -474,7 +481,7 @@ pub(crate) fn server_contract(name: &str, offers: Offers, lab: &LabPaths) -> Too
     }
 }
 
-fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
+fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContract {
     let words = Words::of(decl);
     let a = &decl.annotations;
     let by_annotations = crate::graded::derive_tool(decl);
@@ -485,16 +492,21 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
             let (rule, basis) = match spec.clause {
                 Clause::FsWrite => {
                     let hint = a.read_only_hint();
-                    fs_rule(&declared, hint.declared, words.says(WRITES, "writing"), lab)
+                    let said = words.says(WRITES, "writing");
+                    let rule = fs_rule(&declared, hint.declared, said, lab);
+                    match hint.declared {
+                        true => rule,
+                        false => own_state(rule, service, lab),
+                    }
                 }
                 Clause::FsDelete => {
                     let hint = a.destructive_hint();
-                    fs_rule(
-                        &declared,
-                        hint.declared,
-                        words.says(DESTROYS, "overwriting"),
-                        lab,
-                    )
+                    let said = words.says(DESTROYS, "overwriting");
+                    let rule = fs_rule(&declared, hint.declared, said, lab);
+                    match hint.declared {
+                        true => rule,
+                        false => own_state(rule, service, lab),
+                    }
                 }
                 Clause::FsRead if declared.basis == derive::NO_SCOPE => {
                     match words.says(READS, "reading files") {
@@ -511,7 +523,18 @@ fn intent_tool(decl: &ToolDecl, lab: &LabPaths) -> ToolContract {
                 Clause::NetEgress if !a.open_world_hint().declared => {
                     match words.says(REACHES, "the network") {
                         Said::Yes(why) => secrets_stay(format!("intent: {why}")),
-                        Said::No(why) => (Rule::nowhere(), format!("intent: {why}")),
+                        Said::No(why) if service.egress().is_empty() => {
+                            (Rule::nowhere(), format!("intent: {why}"))
+                        }
+                        Said::No(why) => (
+                            Rule::Restricted {
+                                allowed: service.egress(),
+                            },
+                            format!(
+                                "intent: {why}; the server's service: {}; {UNIVERSAL_EGRESS}",
+                                service.says()
+                            ),
+                        ),
                     }
                 }
                 Clause::NetEgress if declared.rule == Rule::NothingPromised => {
@@ -574,6 +597,37 @@ fn fs_rule(declared: &ClauseRule, hinted: bool, said: Said, lab: &LabPaths) -> (
             },
             format!("intent: {why}; temporary files and caches only"),
         ),
+    }
+}
+
+/// A file rule intent gave that leaves out some places also allows the server's own state
+/// (its installation, the directories named after it: [`Service::state`]), which every
+/// tool of a server may write: logs, caches, its database. The universal limits stay. A
+/// declared hint is taken at its word: `readOnlyHint: true` promises no write at all, the
+/// server's own log included (SPEC §4, behaviour 1).
+fn own_state((rule, basis): (Rule, String), service: &Service, lab: &LabPaths) -> (Rule, String) {
+    let state = service.state(lab);
+    match rule {
+        Rule::Restricted { mut allowed }
+            if !state.is_empty() && !allowed.iter().any(|p| p == "**") =>
+        {
+            let first_exception = allowed.iter().position(|p| p.starts_with('!'));
+            let at = first_exception.unwrap_or(allowed.len());
+            allowed.splice(at..at, state);
+            // A server named `docker` keeps no state in `~/.docker`: the universal limits
+            // stay exceptions to its own places.
+            for never in never_written(lab) {
+                if !allowed.contains(&never) {
+                    allowed.push(never);
+                }
+            }
+            let said = service.says();
+            (
+                Rule::Restricted { allowed },
+                format!("{basis}; the server's own state ({said})"),
+            )
+        }
+        rule => (rule, basis),
     }
 }
 
@@ -805,9 +859,14 @@ mod tests {
     }
 
     fn compiled(decl: ToolDecl) -> CompiledContract {
-        derive_intent(&[decl], Offers::default(), &LabPaths::at("/lab"))
-            .compile()
-            .unwrap()
+        derive_intent(
+            &[decl],
+            Offers::default(),
+            &Service::default(),
+            &LabPaths::at("/lab"),
+        )
+        .compile()
+        .unwrap()
     }
 
     fn allows(c: &CompiledContract, tool: &str, clause: Clause, target: &str) -> Option<bool> {
@@ -820,8 +879,20 @@ mod tests {
     struct WordsCase {
         name: String,
         why: String,
+        /// The server the tool belongs to, where the case is about its service or state.
+        #[serde(default)]
+        server: Option<ServerCase>,
         tool: serde_json::Value,
         allows: Vec<(String, String, bool)>,
+    }
+
+    /// A server as its receipts record it: `serverInfo.name`, the command line, the
+    /// environment vac set.
+    #[derive(serde::Deserialize)]
+    struct ServerCase {
+        name: Option<String>,
+        command: String,
+        env: Vec<(String, String)>,
     }
 
     /// Tool texts → intent allowances, data-driven.
@@ -834,7 +905,15 @@ mod tests {
         for case in &cases {
             let decl = tool(case.tool.clone());
             let name = decl.name.clone();
-            let c = compiled(decl);
+            let service = case.server.as_ref().map_or_else(Service::default, |s| {
+                let command: Vec<String> =
+                    s.command.split_whitespace().map(str::to_owned).collect();
+                Service::of(s.name.as_deref(), &command, &s.env)
+            });
+            let lab = LabPaths::at("/lab");
+            let c = derive_intent(&[decl], Offers::default(), &service, &lab)
+                .compile()
+                .unwrap();
             for (clause, target, expected) in &case.allows {
                 let clause: Clause = clause.parse().unwrap();
                 let got = allows(&c, &name, clause, target);
@@ -1062,7 +1141,7 @@ mod tests {
         assert_eq!(rests(&by_hints, Clause::Idempotent), "default");
         assert_eq!(rests(&by_hints, Clause::ResultSecrets), "universal");
         assert_eq!(rests(&by_hints, Clause::FsRead), "universal");
-        let by_intent = derive_intent(&[bare], Offers::default(), &lab);
+        let by_intent = derive_intent(&[bare], Offers::default(), &Service::default(), &lab);
         assert_eq!(rests(&by_intent, Clause::NetEgress), "intent");
         assert_eq!(rests(&by_intent, Clause::FsWrite), "intent");
         assert_eq!(rests(&by_intent, Clause::Exec), "intent");
@@ -1081,7 +1160,7 @@ mod tests {
         let lab = LabPaths::at("/lab");
         let lookup = || tool(json!({"name": "lookup", "description": "Looks up a word"}));
         let row_rule = |offers: Offers, clause: Clause| {
-            let contract = derive_intent(&[lookup()], offers, &lab);
+            let contract = derive_intent(&[lookup()], offers, &Service::default(), &lab);
             let row = &contract.tools[1];
             assert_eq!(row.tool, SERVER_ROW);
             let rule = row.rules.iter().find(|r| r.clause == clause).unwrap();
@@ -1111,7 +1190,8 @@ mod tests {
             assert_eq!(row_rule(listed, clause), (Rule::nowhere(), "universal"));
         }
         // The tools' own rules do not depend on it.
-        let tools = |offers| derive_intent(&[lookup()], offers, &lab).tools[0].clone();
+        let tools =
+            |offers| derive_intent(&[lookup()], offers, &Service::default(), &lab).tools[0].clone();
         assert_eq!(tools(Offers::default()), tools(listed));
     }
 
@@ -1122,6 +1202,7 @@ mod tests {
                 json!({"name": "lookup", "description": "Looks up a word"}),
             )],
             Offers::default(),
+            &Service::default(),
             &LabPaths::at("/lab"),
         );
         let basis = |clause: Clause| {

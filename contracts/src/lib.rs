@@ -32,6 +32,7 @@ mod observation;
 mod pattern;
 mod places;
 mod reason;
+mod service;
 mod tool;
 mod verdict;
 
@@ -55,5 +56,18 @@ pub use places::{
     ACCOUNT_DATABASE, LOADED_BY_CONVENTION, NEVER_READ, loaded_by_convention, never_read,
 };
 pub use reason::{ErrorKind, SkipReason};
+pub use service::Service;
 pub use tool::{Annotations, ToolDecl};
 pub use verdict::{Cell, MAX_EVIDENCE, Verdict};
+
+/// The revision of the rules that derive contracts and grade evidence. Receipts record the
+/// revision they were graded under; re-grading them under another one may differ where a
+/// rule changed, which `vac verify` reports as such (the hash chain, not the re-grading,
+/// is what shows tampering). Bump it with every change that grades recorded evidence
+/// differently, and say what changed in the commit. Receipts that record none were graded
+/// before revisions were recorded: revision 0.
+///
+/// - 1: answers judged from the result text; `.env` loaded by convention is profiled;
+///   `fs.delete` is removal or truncation; docstring output sections grant nothing; a
+///   server's service and own state allowed to its tools (`service.rs`).
+pub const RULES: u32 = 1;

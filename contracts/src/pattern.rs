@@ -5,7 +5,9 @@
 //!   matches the executable's file name (`git` allows `/usr/bin/git`);
 //! - endpoints: `host:port`, where the host is a glob (`*` matches any characters, dots
 //!   included) and the port a number or `*`; a pattern without `:` allows every port. A
-//!   `Dns` effect (a name, no port) is allowed when some pattern's host matches it.
+//!   `Dns` effect (a name, no port) is allowed when some pattern's host matches it. A host
+//!   that ends in `.%` matches under any public suffix: `*.pinecone.%` allows
+//!   `api.pinecone.io` and `pinecone.co.uk`'s hosts, not `pinecone.evil.com` ([`suffix`]).
 //!
 //! In every kind, a pattern that starts with `!` is an exception: an effect it matches is
 //! not allowed, whatever else matches it (`["*", "!sh"]`: every program but a shell). A list
@@ -62,6 +64,8 @@ enum Set {
 pub(crate) struct Endpoint {
     host: GlobMatcher,
     port: Option<u16>,
+    /// The host pattern ended in `.%`: it matches the host less its public suffix.
+    any_suffix: bool,
 }
 
 impl Matcher {
@@ -117,6 +121,13 @@ impl Set {
                     None => (target, None),
                 };
                 endpoints.iter().any(|e| {
+                    let host = match e.any_suffix {
+                        true => match suffix(host) {
+                            Some(at) => &host[..at],
+                            None => return false,
+                        },
+                        false => host,
+                    };
                     e.host.is_match(host) && (e.port.is_none() || port.is_none() || e.port == port)
                 })
             }
@@ -162,6 +173,10 @@ fn endpoint(pattern: &str) -> Result<Endpoint, PatternError> {
             port: digits.to_owned(),
         })?),
     };
+    let (host, any_suffix) = match host.strip_suffix(".%") {
+        Some(name) => (name, true),
+        None => (host, false),
+    };
     let host = GlobBuilder::new(host)
         .case_insensitive(true)
         .build()
@@ -170,7 +185,37 @@ fn endpoint(pattern: &str) -> Result<Endpoint, PatternError> {
             source,
         })?
         .compile_matcher();
-    Ok(Endpoint { host, port })
+    Ok(Endpoint {
+        host,
+        port,
+        any_suffix,
+    })
+}
+
+/// Where a host name's public suffix starts (the dot before it): its last label, or its
+/// last two where a country code has second-level domains (`co.uk`, `com.cn`, `ac.jp`).
+/// `None` for a name of one label or an address, which have no registrable domain. A rule
+/// of thumb, not the Public Suffix List: it errs towards a longer suffix only for the
+/// second-level names below, under two-letter codes.
+fn suffix(host: &str) -> Option<usize> {
+    const SECOND_LEVEL: &[&str] = &[
+        "co", "com", "ac", "org", "net", "gov", "edu", "or", "ne", "go", "gob", "nic", "mil",
+    ];
+    let host = host.trim_end_matches('.');
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    if labels.len() < 2 || labels.iter().any(|l| l.is_empty()) {
+        return None;
+    }
+    let last = labels[labels.len() - 1];
+    let second = labels[labels.len() - 2];
+    let two = labels.len() >= 3
+        && last.len() == 2
+        && SECOND_LEVEL.contains(&second.to_ascii_lowercase().as_str());
+    let kept = labels.len() - if two { 2 } else { 1 };
+    Some(labels[..kept].iter().map(|l| l.len() + 1).sum::<usize>() - 1)
 }
 
 #[cfg(test)]
@@ -214,6 +259,29 @@ mod tests {
         assert!(m.allows("api.example.com"), "a lookup matches by host");
         assert!(!m.allows("evil.example.org:443"));
         assert!(!matcher(PatternKind::Endpoints, &[]).allows("localhost:1"));
+    }
+
+    #[test]
+    fn a_host_ending_in_any_suffix_matches_under_a_public_suffix_only() {
+        let m = matcher(PatternKind::Endpoints, &["pinecone.%", "*.pinecone.%"]);
+        for allowed in [
+            "api.pinecone.io:443",
+            "pinecone.io",
+            "pinecone.co.uk",
+            "a.b.pinecone.com.cn:80",
+            "PINECONE.dev",
+        ] {
+            assert!(m.allows(allowed), "{allowed}");
+        }
+        for refused in [
+            "pinecone.evil.com",
+            "evil-pinecone.io",
+            "pinecone",
+            "142.59.162.43:443",
+            "api.pinecone.io.evil.com",
+        ] {
+            assert!(!m.allows(refused), "{refused}");
+        }
     }
 
     #[test]

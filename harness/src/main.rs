@@ -1323,11 +1323,38 @@ fn verify_probe(path: &std::path::Path) -> Exit {
         }
     };
     match vac_harness::probe::check_verdicts(path) {
-        Ok(mismatches) if mismatches.is_empty() => {
+        Ok(regraded) if regraded.mismatches.is_empty() => {
             println!("{dir}: {chain}; every verdict re-graded from the recorded evidence");
             Exit::Clean
         }
-        Ok(mismatches) => {
+        // Graded under other rules: the chain shows the receipts are as written; the
+        // differences are what today's rules make of the same evidence.
+        Ok(regraded) if regraded.other_rules() => {
+            println!(
+                "{dir}: {chain}; graded under rules revision {}, re-graded under revision {}: {} records differ (a rule change, not tampering: the chain verifies)",
+                regraded.graded_under,
+                vac_contracts::RULES,
+                regraded.mismatches.len()
+            );
+            for m in regraded.mismatches.iter().take(20) {
+                let at = m
+                    .seq
+                    .map_or("missing record".to_string(), |s| format!("seq {s}"));
+                println!(
+                    "{dir}: REGRADED: {at}: {} × {}: {}",
+                    m.tool, m.clause, m.detail
+                );
+            }
+            if regraded.mismatches.len() > 20 {
+                println!(
+                    "{dir}: REGRADED: … and {} more",
+                    regraded.mismatches.len() - 20
+                );
+            }
+            Exit::Clean
+        }
+        Ok(regraded) => {
+            let mismatches = regraded.mismatches;
             for m in &mismatches {
                 let at = m
                     .seq

@@ -331,6 +331,15 @@ pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
                 server.id, s.tools, s.kept, s.confirmed, s.no_successful_call, s.unstable
             ),
         );
+        for n in &server.not_audited {
+            line(
+                &mut out,
+                format!(
+                    "  not audited: {} {} (exit {}): {}",
+                    n.dir, n.status, n.exit, n.detail
+                ),
+            );
+        }
         for tool in &server.tools {
             if all {
                 let marks: String = tool

@@ -527,6 +527,46 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
     assert_eq!(document["campaign"], "mixed", "{document}");
     assert!(document["servers"].is_array(), "{document}");
     assert_eq!(json.status.code(), run.status.code());
+    // Every target is accounted for: the one that could not be audited is a row of every
+    // rendering of the map, with how it ended and why.
+    let servers = document["servers"].as_array().unwrap();
+    let ids: Vec<&str> = servers.iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(ids, ["honest", "not-mcp"], "{document}");
+    let failed = &servers[1];
+    assert_eq!(failed["tools"], serde_json::json!([]), "{failed}");
+    assert_eq!(failed["not_audited"][0]["status"], "failed", "{failed}");
+    assert_eq!(failed["not_audited"][0]["exit"], 3, "{failed}");
+    assert!(
+        !failed["not_audited"][0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty(),
+        "{failed}"
+    );
+    assert_eq!(document["summary"]["not_audited"], 1, "{document}");
+    assert_eq!(servers[0]["summary"]["not_audited"], 0, "{document}");
+    let out = tmp.path().join("map");
+    vac_in(
+        tmp.path(),
+        &[
+            "report",
+            dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    for file in ["map.md", "map.csv", "map.html"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(
+            text.contains("not-mcp") && text.contains("failed (exit 3)"),
+            "{file} does not account for the target that failed:\n{text}"
+        );
+    }
+    let terminal = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        terminal.contains("not-mcp") && terminal.contains("not audited"),
+        "{terminal}"
+    );
 }
 
 #[test]

@@ -212,6 +212,44 @@ fn edited_verdict_and_profile_records_are_named_by_verify() {
     );
     assert_eq!(stdout.matches("MISMATCH").count(), 1, "{stdout}");
 
+    // Receipts graded under other rules (here: a plan without the rules revision, as every
+    // log written before it was recorded): re-grading names each record today's rules grade
+    // differently, as a rule change and not as tampering, and the chain decides the exit.
+    let older = probe.dir.path().join("older-rules");
+    rechain(&probe.receipts, &older, |body| match body {
+        Body::Plan(mut p) => {
+            p.plan.as_object_mut().unwrap().remove("rules");
+            Some(Body::Plan(p))
+        }
+        other => Some(other),
+    });
+    let out = verify(&older);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("every verdict re-graded from the recorded evidence"),
+        "{stdout}"
+    );
+    let older_forged = probe.dir.path().join("older-rules-forged");
+    rechain(&forged, &older_forged, |body| match body {
+        Body::Plan(mut p) => {
+            p.plan.as_object_mut().unwrap().remove("rules");
+            Some(Body::Plan(p))
+        }
+        other => Some(other),
+    });
+    let out = verify(&older_forged);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("graded under rules revision 0")
+            && stdout.contains("1 records differ")
+            && stdout.contains("REGRADED")
+            && stdout.contains("read_note × fs.write"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("MISMATCH"), "{stdout}");
+
     // The behaviour profile is re-derived too: a line edited, and a line dropped.
     let profiled = |body: &Body| matches!(body, Body::Effect(e) if e.sensor == "profile");
     let edited = probe.dir.path().join("edited-profile");

@@ -62,6 +62,10 @@ pub enum FsChange {
         path: PathBuf,
         old: FileDigest,
         new: FileDigest,
+        /// The new content is the old content's beginning, and shorter: what was at its
+        /// end is gone (a truncation), as opposed to a rewrite.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     /// A node that existed and is gone (an overlay whiteout).
     Deleted {
@@ -463,12 +467,17 @@ impl Walk<'_> {
                 let new = digest_at(parent, name)?;
                 match &same_kind_lower {
                     Some((layer, old_meta)) => {
-                        let old = digest_at(lowers[*layer].as_ref().ok_or(Errno::ENOENT)?, name)?;
+                        let lower = lowers[*layer].as_ref().ok_or(Errno::ENOENT)?;
+                        let old = digest_at(lower, name)?;
                         if old != new {
+                            let truncated = new.size < old.size
+                                && !new.partial
+                                && prefix_blake3(lower, name, new.size)? == new.blake3;
                             self.changes.push(FsChange::Modified {
                                 path: path.clone(),
                                 old,
                                 new,
+                                truncated,
                             });
                         }
                         self.attributes(&path, old_meta, &meta);
@@ -618,13 +627,29 @@ fn digest_at(dir: &File, name: &OsStr) -> Result<FileDigest, Errno> {
 /// hostile sparse file of 2^62 bytes costs no read at all.
 fn digest_of(file: File) -> io::Result<FileDigest> {
     let size = file.metadata()?.len();
-    let end = size.min(HASH_CAP);
+    Ok(FileDigest {
+        size,
+        blake3: hash_upto(&file, size.min(HASH_CAP))?,
+        partial: size > HASH_CAP,
+    })
+}
+
+/// The blake3 of the first `len` bytes of the regular file `name` in `dir` (`len` at most
+/// [`HASH_CAP`], as [`digest_of`] hashes): equal to a shorter file's digest when that file
+/// is this one's beginning.
+fn prefix_blake3(dir: &File, name: &OsStr, len: u64) -> Result<String, Errno> {
+    let file = open_at(dir, name, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
+    hash_upto(&file, len.min(HASH_CAP)).map_err(|e| errno_of(&e))
+}
+
+/// The blake3 of `file`'s first `end` bytes, holes read as zeros (see [`digest_of`]).
+fn hash_upto(file: &File, end: u64) -> io::Result<String> {
     let mut hasher = blake3::Hasher::new();
     let mut buffer = vec![0u8; end.min(1 << 20) as usize];
     let mut at = 0;
     while at < end {
         // ENXIO: no data from `at` on (the rest is a hole, or the file shrank).
-        let data = match extent(&file, at, Whence::SeekData) {
+        let data = match extent(file, at, Whence::SeekData) {
             Ok(data) => data.min(end),
             Err(Errno::ENXIO) => end,
             Err(errno) => return Err(errno.into()),
@@ -641,11 +666,7 @@ fn digest_of(file: File) -> io::Result<FileDigest> {
         }
         at = data + read;
     }
-    Ok(FileDigest {
-        size,
-        blake3: hasher.finalize().to_hex().to_string(),
-        partial: size > HASH_CAP,
-    })
+    Ok(hasher.finalize().to_hex().to_string())
 }
 
 /// The offset of the next data (or hole) at or after `from`.

@@ -3,7 +3,7 @@
 //! from its annotations (and intent), for the server the control run met.
 
 use serde_json::json;
-use vac_contracts::{LabPaths, ServerIdentity, ToolDecl, derive, render};
+use vac_contracts::{LabPaths, ServerIdentity, Service, ToolDecl, derive, render};
 
 use super::plan::MalformedTool;
 use super::vocab::RunOutput;
@@ -38,12 +38,15 @@ impl Derivation {
     }
 
     /// The contract of `decls` in `lab`, and its rendered text, for the server `control`
-    /// met (its identity, and the prompts and resources it offered).
+    /// met (its identity, and the prompts and resources it offered), started as `target`
+    /// describes with `env` set (intent allows its [`Service`] to every tool).
     pub(crate) fn derive(
         self,
         decls: &[ToolDecl],
         lab: &LabPaths,
         control: &RunOutput,
+        target: &str,
+        env: &[(String, String)],
     ) -> (vac_contracts::Contract, String) {
         let server = server_identity(control);
         match self {
@@ -53,7 +56,8 @@ impl Derivation {
                 (contract, text)
             }
             Derivation::Intent => {
-                let contract = vac_contracts::derive_intent(decls, offers(control), lab);
+                let service = service(control, target, env);
+                let contract = vac_contracts::derive_intent(decls, offers(control), &service, lab);
                 let text = vac_contracts::render_intent(&contract, &server);
                 (contract, text)
             }
@@ -105,6 +109,17 @@ pub(crate) fn offers(control: &RunOutput) -> vac_contracts::Offers {
             .as_ref()
             .is_some_and(|s| !s.listed().is_empty()),
     }
+}
+
+/// What the server exists to reach and where it keeps its state, from what it called
+/// itself in the control run, the command [`super::Target::describe`] gave (a launched HTTP
+/// server's command after "served by") and the environment vac set: the same in a probe
+/// and in its replay.
+pub(crate) fn service(control: &RunOutput, target: &str, env: &[(String, String)]) -> Service {
+    let command = target.split_once(" served by ").map_or(target, |(_, c)| c);
+    let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+    let name = control.server.as_ref().map(|(name, _)| name.as_str());
+    Service::of(name, &words, env)
 }
 
 pub(crate) fn server_identity(control: &RunOutput) -> ServerIdentity {

@@ -436,11 +436,17 @@ pub(crate) fn detail(observed: &ObservedChange, control: Option<&ObservedChange>
             size: digest.as_ref().map(|d| d.size),
             blake3: digest.as_ref().map(|d| d.blake3.clone()),
         },
-        FsChange::Modified { old, new, .. } => Change::Modified {
+        FsChange::Modified {
+            old,
+            new,
+            truncated,
+            ..
+        } => Change::Modified {
             size: new.size,
             blake3: new.blake3.clone(),
             old_size: old.size,
             old_blake3: old.blake3.clone(),
+            truncated: *truncated,
         },
         FsChange::Renamed { from, to, digest } => Change::Renamed {
             from: shown(from),

@@ -37,6 +37,17 @@ pub struct Inputs {
     pub start: Vec<vac_sandbox::Exposure>,
 }
 
+impl Inputs {
+    /// The `--env` variables as (name, value) pairs, as the receipts' configuration
+    /// records them (placeholders unexpanded).
+    pub fn env_pairs(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect()
+    }
+}
+
 /// One `--env K=V`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnvVar {

@@ -42,7 +42,7 @@ use contract::manifest;
 pub use event::EventError;
 pub use plan::{Isolation, UnknownIsolation, has_path_argument, plan_tool, plan_witness};
 pub use record::campaign_start;
-pub use replay::{ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
+pub use replay::{Regraded, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
 pub use report::{NoiseSeen, ProbeReport};
 pub use run::Quiet;
 pub use target::Target;
@@ -296,9 +296,13 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             source.text.clone(),
         ),
         _ => {
-            let (derived, text) = options
-                .derivation
-                .derive(&decls, &lab_paths, &control_listed);
+            let (derived, text) = options.derivation.derive(
+                &decls,
+                &lab_paths,
+                &control_listed,
+                &options.target.describe(),
+                &options.inputs.env_pairs(),
+            );
             (derived, options.derivation.record_name().to_string(), text)
         }
     };
@@ -684,6 +688,7 @@ fn plan_probe(
         }],
         not_called: Vec::new(),
         malformed,
+        rules: vac_contracts::RULES,
     };
     let view = planted.lab.view();
     let hints_of = |tool: &str| -> Vec<(String, Value)> {
@@ -959,7 +964,13 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
         return Err(ProbeError::NoManifest { detail });
     };
     let lab = planted.record.lab_paths();
-    let (_, text) = options.derivation.derive(&decls, &lab, &control);
+    let (_, text) = options.derivation.derive(
+        &decls,
+        &lab,
+        &control,
+        &options.target.describe(),
+        &options.inputs.env_pairs(),
+    );
     Ok(text)
 }
 
@@ -1135,6 +1146,7 @@ mod tests {
             runs,
             not_called: Vec::new(),
             malformed: Vec::new(),
+            rules: vac_contracts::RULES,
         }
     }
 

@@ -32,6 +32,10 @@ pub(crate) struct ProbePlan {
     pub(crate) not_called: Vec<(String, vac_contracts::SkipReason)>,
     /// tools/list entries that are not valid tool declarations.
     pub(crate) malformed: Vec<MalformedTool>,
+    /// The revision of the rules the probe derives and grades under
+    /// ([`vac_contracts::RULES`]); 0 in plans recorded before revisions were.
+    #[serde(default)]
+    pub(crate) rules: u32,
 }
 
 /// One run of the plan.

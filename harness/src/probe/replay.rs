@@ -78,6 +78,9 @@ pub enum ReplayError {
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
     pub(crate) target: Option<String>,
+    /// The `--env` variables the configuration records (name, value): intent's service
+    /// reads them. Empty in logs written before the configuration was recorded.
+    pub(crate) env: Vec<(String, String)>,
     pub(crate) contract: Option<vac_receipts::Contract>,
     pub(crate) plan: Option<ProbePlan>,
     pub(crate) runs: Vec<RunOutput>,
@@ -90,6 +93,18 @@ pub(crate) struct Recorded {
     pub(crate) noise: NoiseSeen,
     /// What the frames showed of the server's conformance (`conformance.rs`).
     pub(crate) conformance: Conformance,
+}
+
+/// The `--env` pairs of a recorded configuration (`inputs.env`: `{name, value}` objects).
+fn recorded_env(config: &serde_json::Value) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Var {
+        name: String,
+        value: String,
+    }
+    serde_json::from_value::<Vec<Var>>(config["inputs"]["env"].clone())
+        .map(|vars| vars.into_iter().map(|v| (v.name, v.value)).collect())
+        .unwrap_or_default()
 }
 
 /// Reads a receipt log (verified or not: the caller decides) into [`Recorded`], all but
@@ -116,6 +131,7 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
         let record = entry.map_err(failed)?.record;
         let seq = record.seq;
         match record.body {
+            Body::CampaignStart(start) => recorded.env = recorded_env(&start.config),
             Body::RunStart(start) => {
                 recorded.target.get_or_insert(start.target);
                 let role = match start.role {
@@ -300,13 +316,30 @@ pub(crate) fn grade(
         .as_ref()
         .ok_or_else(|| incomplete("a contract but no plan"))?;
     let contract = if let Some(derivation) = Derivation::of_record(&recorded_contract.name) {
-        let (derived, text) = derivation.derive(&decls, &plan.lab.lab_paths(), control);
-        if text != recorded_contract.text {
-            return Err(ReplayError::DerivedMismatch {
-                dir: dir.to_path_buf(),
-            });
+        let (derived, text) = derivation.derive(
+            &decls,
+            &plan.lab.lab_paths(),
+            control,
+            &plan.target,
+            &recorded.env,
+        );
+        match (
+            text == recorded_contract.text,
+            plan.rules == vac_contracts::RULES,
+        ) {
+            (true, _) => derived,
+            (false, true) => {
+                return Err(ReplayError::DerivedMismatch {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            // Derived under other rules: the recorded document is what was graded
+            // against, and it parses and resolves as any written contract does.
+            (false, false) => {
+                ContractDocument::parse(&recorded_contract.name, &recorded_contract.text)?
+                    .resolve(&decls, &plan.lab.lab_paths())?
+            }
         }
-        derived
     } else {
         ContractDocument::parse(&recorded_contract.name, &recorded_contract.text)?
             .resolve(&decls, &plan.lab.lab_paths())?
@@ -474,16 +507,39 @@ pub struct VerdictMismatch {
     pub detail: String,
 }
 
+/// What re-grading a verified directory found: the verdict records the recorded
+/// observations do not give (empty: they agree), and the rules revision the receipts were
+/// graded under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Regraded {
+    pub mismatches: Vec<VerdictMismatch>,
+    /// [`vac_contracts::RULES`] as the plan records it (0 before it was recorded).
+    pub graded_under: u32,
+}
+
+impl Regraded {
+    /// The receipts were graded under other rules than this vac's: differences may be
+    /// rule changes, not tampering (which the hash chain shows).
+    pub fn other_rules(&self) -> bool {
+        self.graded_under != vac_contracts::RULES
+    }
+}
+
 /// Re-grades a verified directory and compares the verdict records the probe wrote with
-/// what the recorded observations give, cell for cell: an empty list means they agree.
-pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
+/// what the recorded observations give, cell for cell.
+pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
     let head = verified_head(dir)?;
     let recorded = read_with_verdicts(dir)?;
+    let graded_under = recorded.plan.as_ref().map_or(0, |p| p.rules);
+    let regraded = |mismatches| Regraded {
+        mismatches,
+        graded_under,
+    };
     let report = match grade(&recorded, dir, head) {
         // A log with no verdict records and nothing to grade (a crash before the contract,
         // a log that is not a probe's) claims nothing to check.
         Err(ReplayError::Incomplete { .. }) if recorded.verdicts.is_empty() => {
-            return Ok(Vec::new());
+            return Ok(regraded(Vec::new()));
         }
         graded => graded?,
     };
@@ -524,7 +580,7 @@ pub fn check_verdicts(dir: &Path) -> Result<Vec<VerdictMismatch>, ReplayError> {
     if !recorded.profile.is_empty() {
         mismatches.extend(profile_mismatches(&recorded.profile, &profile));
     }
-    Ok(mismatches)
+    Ok(regraded(mismatches))
 }
 
 /// The recorded behaviour profile against the re-derived one, record for record; a

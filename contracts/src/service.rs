@@ -1,0 +1,482 @@
+//! What a server exists for, read from what it is called and how it was configured: the
+//! service it reaches and the state it keeps (issue "Verdicts that hold", server-level
+//! intent). A Bitbucket server looks up the Bitbucket host its configuration names; a
+//! Pinecone server reaches `api.pinecone.io`; a server named `cloudbase-mcp` logs to
+//! `~/.cloudbase-mcp`; a Python server writes into its own installation. None of these is
+//! what a tool's own words say, and all of them are what every tool of the server does.
+//!
+//! - **Names**: the words of the server's `serverInfo.name` and of its entry point (the
+//!   program or script its command starts, or the package `npx`/`uvx` runs), less words
+//!   that name no one ([`GENERIC`]) and words under four letters.
+//! - **Configured hosts**: every `scheme://host` in its command or environment, and the
+//!   value of an environment variable whose name says it holds a host (`…_HOST`, `…_URL`,
+//!   `…_ENDPOINT`, …).
+//! - **Installations**: the package directories its command names (a virtual
+//!   environment's prefix, a `node_modules` package, a script's directory), never a
+//!   system prefix.
+//!
+//! A server widens its own allowance by what it calls itself, as a tool does by its words;
+//! the derived contract names each host and place, and no secret may leave to any of them
+//! (the universal limit on egress). Deterministic: the same name, command and environment
+//! give the same service, which is how replay derives the contract again.
+
+/// What a server exists to reach and where it keeps its own state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Service {
+    /// Words that name the server (lower case, sorted, unique).
+    pub names: Vec<String>,
+    /// Hosts its configuration names (lower case, sorted, unique).
+    pub hosts: Vec<String>,
+    /// Directories its installation occupies (sorted, unique).
+    pub installations: Vec<String>,
+}
+
+/// Words in server names that name no service: the protocol, the kind of program, the
+/// packaging, the language.
+const GENERIC: &[&str] = &[
+    "mcp",
+    "server",
+    "servers",
+    "model",
+    "context",
+    "protocol",
+    "official",
+    "client",
+    "tool",
+    "tools",
+    "toolkit",
+    "toolbox",
+    "agent",
+    "agents",
+    "assistant",
+    "bridge",
+    "connector",
+    "integration",
+    "plugin",
+    "service",
+    "services",
+    "lite",
+    "plus",
+    "simple",
+    "basic",
+    "local",
+    "remote",
+    "demo",
+    "test",
+    "example",
+    "hello",
+    "world",
+    "python",
+    "node",
+    "nodejs",
+    "index",
+    "main",
+    "dist",
+    "build",
+    "stdio",
+    "http",
+    "https",
+    "serve",
+    "start",
+    "run",
+    "cli",
+    "app",
+    "api",
+    "sdk",
+    "with",
+    "your",
+    "open",
+    "free",
+    "core",
+    "utils",
+    "fastmcp",
+];
+
+/// Programs that start the server rather than being it: the entry point is what they run.
+const LAUNCHERS: &[&str] = &[
+    "node", "nodejs", "bun", "deno", "npx", "npm", "pnpm", "yarn", "tsx", "ts-node", "uv", "uvx",
+    "pipx", "python", "python3", "java", "ruby", "php", "go", "env",
+];
+
+/// Environment variable name parts that say the value is a host or an address.
+const HOST_VARS: &[&str] = &[
+    "host", "hostname", "url", "uri", "endpoint", "server", "domain", "addr", "address", "base",
+];
+
+/// Prefixes that hold many programs: never a server's own installation.
+const SYSTEM_PREFIXES: &[&str] = &["/", "/usr", "/usr/local", "/opt", "/bin", "/sbin"];
+
+impl Service {
+    /// The service of a server called `name` (its `serverInfo.name`, if it gave one),
+    /// started by `command` (its words, as recorded) with `env` (name, value) set.
+    pub fn of(name: Option<&str>, command: &[String], env: &[(String, String)]) -> Service {
+        let mut names = Vec::new();
+        if let Some(name) = name {
+            names.extend(naming_words(name));
+        }
+        if let Some(entry) = entry_point(command) {
+            names.extend(entry_names(entry));
+        }
+        let mut hosts = Vec::new();
+        for word in command {
+            hosts.extend(url_host(word));
+        }
+        for (var, value) in env {
+            match url_host(value) {
+                Some(host) => hosts.push(host),
+                None if names_a_host(var) => hosts.extend(bare_host(value)),
+                None => {}
+            }
+        }
+        let mut installations: Vec<String> =
+            command.iter().filter_map(|w| installation(w)).collect();
+        for list in [&mut names, &mut hosts, &mut installations] {
+            list.sort();
+            list.dedup();
+        }
+        Service {
+            names,
+            hosts,
+            installations,
+        }
+    }
+
+    /// Whether the server names nothing it exists for.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.hosts.is_empty() && self.installations.is_empty()
+    }
+
+    /// `net.egress` patterns for the service: each configured host, and every host under a
+    /// registrable domain a name spells (`pinecone` → `pinecone.%`, `*.pinecone.%`: any
+    /// public suffix, `pattern.rs`).
+    pub(crate) fn egress(&self) -> Vec<String> {
+        let mut patterns = self.hosts.clone();
+        for name in &self.names {
+            patterns.push(format!("{name}.%"));
+            patterns.push(format!("*.{name}.%"));
+        }
+        patterns
+    }
+
+    /// `fs.write` patterns for the server's own state in `lab`: its installation, unless
+    /// it lies in the lab or holds it (a script in the working directory makes the user's
+    /// files no state of the server's), and the directories named after it under the home
+    /// (`~/.NAME…`, `~/.config/NAME…`, `~/.local/share/NAME…`, `~/.local/state/NAME…`).
+    pub(crate) fn state(&self, lab: &crate::LabPaths) -> Vec<String> {
+        let home = lab.home.trim_end_matches('/');
+        let places = [&lab.lab, &lab.home, &lab.work, &lab.tmp];
+        let overlaps = |dir: &str| {
+            places.iter().any(|place| {
+                let place = place.trim_end_matches('/');
+                within(dir, place) || within(place, dir)
+            })
+        };
+        let mut patterns: Vec<String> = self
+            .installations
+            .iter()
+            .map(|dir| dir.trim_end_matches('/'))
+            .filter(|dir| !overlaps(dir))
+            .map(|dir| format!("{}/**", escape(dir)))
+            .collect();
+        for name in &self.names {
+            for under in [".", ".config/", ".local/share/", ".local/state/"] {
+                patterns.push(format!("{home}/{under}{name}*/**"));
+            }
+        }
+        patterns
+    }
+
+    /// How a basis names it: `the server's name says "pinecone"; its configuration names
+    /// bitbucket.example.com`.
+    pub(crate) fn says(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.names.is_empty() {
+            parts.push(format!("its name says {}", quoted(&self.names)));
+        }
+        if !self.hosts.is_empty() {
+            parts.push(format!("its configuration names {}", quoted(&self.hosts)));
+        }
+        if !self.installations.is_empty() {
+            parts.push(format!(
+                "it is installed in {}",
+                quoted(&self.installations)
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+fn quoted(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The words of a name that may name a service.
+fn naming_words(name: &str) -> Vec<String> {
+    crate::name_words(name)
+        .into_iter()
+        .filter(|w| w.len() >= 4 && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| w.chars().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|w| !GENERIC.contains(&w.as_str()))
+        .collect()
+}
+
+/// The word of a command that is the server: past launchers, their options and `-m`'s
+/// module, the first word that is not an option.
+fn entry_point(command: &[String]) -> Option<&str> {
+    let mut words = command.iter().map(String::as_str).peekable();
+    while let Some(word) = words.next() {
+        let base = word.rsplit('/').next().unwrap_or(word);
+        let launcher = LAUNCHERS.iter().any(|l| {
+            base == *l
+                || (base.starts_with(l)
+                    && base[l.len()..]
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == '.'))
+        });
+        if launcher || word.starts_with('-') {
+            // `-m module` and `--from package` name the entry point.
+            if matches!(word, "-m" | "--from" | "--package" | "-p") {
+                return words.next();
+            }
+            continue;
+        }
+        if matches!(word, "run" | "exec" | "x" | "dlx" | "tool") {
+            continue;
+        }
+        return Some(word);
+    }
+    None
+}
+
+/// The naming words of an entry point: a package (`@scope/name`, or the package of a
+/// `node_modules` or `site-packages` path) by its scope and name, a program or script by
+/// its file name.
+fn entry_names(entry: &str) -> Vec<String> {
+    let parts: Vec<&str> = entry.split('/').collect();
+    let package = match parts
+        .iter()
+        .rposition(|p| *p == "node_modules" || *p == "site-packages")
+    {
+        Some(at) => parts[at + 1..].iter().take(2).copied().collect::<Vec<_>>(),
+        None if entry.starts_with('@') => parts.iter().take(2).copied().collect(),
+        None => vec![strip_extension(parts.last().copied().unwrap_or(entry))],
+    };
+    let mut names = Vec::new();
+    for part in package
+        .iter()
+        .take(if package.first().is_some_and(|p| p.starts_with('@')) {
+            2
+        } else {
+            1
+        })
+    {
+        // `pkg@1.2.3`: the version names nothing.
+        let part = part
+            .trim_start_matches('@')
+            .split('@')
+            .next()
+            .unwrap_or(part);
+        names.extend(naming_words(part));
+    }
+    names
+}
+
+fn strip_extension(name: &str) -> &str {
+    for ext in [".js", ".mjs", ".cjs", ".ts", ".py", ".pyz"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            return stem;
+        }
+    }
+    name
+}
+
+/// Whether an environment variable's name says it holds a host.
+fn names_a_host(var: &str) -> bool {
+    crate::name_words(var)
+        .iter()
+        .any(|w| HOST_VARS.contains(&w.as_str()))
+}
+
+/// The host of `scheme://host[:port]/…`, lower case.
+fn url_host(text: &str) -> Option<String> {
+    let (scheme, rest) = text.split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    bare_host(host_port)
+}
+
+/// A value that is a host name or address (`db.example.com`, `cache:11211`), lower case.
+fn bare_host(value: &str) -> Option<String> {
+    let host = match value.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => value.split(':').next()?,
+    };
+    let valid = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':');
+    valid.then(|| host.to_ascii_lowercase())
+}
+
+/// The installation an absolute path of a command lies in: the package of a
+/// `node_modules` or `site-packages` path, the prefix of a `bin/` program, or the directory
+/// of a script; never a system prefix.
+fn installation(word: &str) -> Option<String> {
+    if !word.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = word.split('/').collect();
+    let dir = if let Some(at) = parts
+        .iter()
+        .rposition(|p| *p == "node_modules" || *p == "site-packages")
+    {
+        let scoped = parts.get(at + 1).is_some_and(|p| p.starts_with('@'));
+        let end = (at + if scoped { 3 } else { 2 }).min(parts.len());
+        parts[..end].join("/")
+    } else if let Some(at) = parts.iter().rposition(|p| *p == "bin") {
+        parts[..at].join("/")
+    } else {
+        parts[..parts.len().saturating_sub(1)].join("/")
+    };
+    let dir = if dir.is_empty() { "/".to_owned() } else { dir };
+    (!SYSTEM_PREFIXES.contains(&dir.as_str())).then_some(dir)
+}
+
+/// Whether `path` is `dir` or lies under it.
+fn within(path: &str, dir: &str) -> bool {
+    path == dir
+        || dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// A path as a glob that matches it literally.
+fn escape(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn names_come_from_the_server_name_and_its_entry_point_less_generic_words() {
+        let s = Service::of(
+            Some("bitbucket-mcp-server"),
+            &words(
+                "/usr/bin/node /opt/s/node_modules/@nexus2520/bitbucket-mcp-server/build/index.js",
+            ),
+            &[],
+        );
+        assert_eq!(s.names, ["bitbucket", "nexus2520"]);
+        let s = Service::of(
+            Some("shopify-dev-mcp"),
+            &words("npx -y @shopify/dev-mcp"),
+            &[],
+        );
+        assert_eq!(s.names, ["shopify"]);
+        let s = Service::of(
+            Some("awslabs.memcached-mcp-server"),
+            &words("/opt/s/pypi/x/bin/awslabs.memcached-mcp-server"),
+            &[],
+        );
+        assert_eq!(s.names, ["awslabs", "memcached"]);
+        let s = Service::of(
+            None,
+            &words("python3 -m mcp_server_time --local-timezone UTC"),
+            &[],
+        );
+        assert_eq!(s.names, ["time"]);
+        assert!(
+            Service::of(Some("mcp"), &words("node index.js"), &[])
+                .names
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn hosts_come_from_urls_and_from_variables_that_name_a_host() {
+        let s = Service::of(
+            None,
+            &words("server --api https://Api.Example.com:8443/v1"),
+            &env(&[
+                ("BITBUCKET_BASE_URL", "https://bitbucket.yourcompany.com"),
+                ("MEMCACHED_HOST", "dummy-memcached-host"),
+                ("MEMCACHED_PORT", "11211"),
+                ("DB", "postgresql://alice:secret@db.internal:5432/app"),
+                ("API_TOKEN", "abc.def"),
+            ]),
+        );
+        assert_eq!(
+            s.hosts,
+            [
+                "api.example.com",
+                "bitbucket.yourcompany.com",
+                "db.internal",
+                "dummy-memcached-host"
+            ]
+        );
+    }
+
+    #[test]
+    fn installations_are_package_directories_never_system_prefixes() {
+        let s = Service::of(
+            None,
+            &words("/usr/bin/node /opt/s/npm/x/node_modules/@pinecone-database/mcp/dist/index.js"),
+            &[],
+        );
+        assert_eq!(
+            s.installations,
+            ["/opt/s/npm/x/node_modules/@pinecone-database/mcp"]
+        );
+        let s = Service::of(None, &words("/opt/s/pypi/y/bin/billing-server"), &[]);
+        assert_eq!(s.installations, ["/opt/s/pypi/y"]);
+        let s = Service::of(None, &words("/usr/bin/python3 /srv/app/server.py"), &[]);
+        assert_eq!(s.installations, ["/srv/app"]);
+        let s = Service::of(None, &words("/usr/local/bin/thing"), &[]);
+        assert!(s.installations.is_empty());
+    }
+
+    #[test]
+    fn an_installation_in_the_lab_is_no_state_of_the_server() {
+        let lab = crate::LabPaths::at("/lab");
+        let s = Service::of(None, &words("python3 /lab/work/server.py"), &[]);
+        assert_eq!(s.installations, ["/lab/work"]);
+        assert!(s.state(&lab).is_empty());
+        let s = Service::of(None, &words("/lab/home/.venv/bin/srv"), &[]);
+        assert!(s.state(&lab).is_empty());
+        let s = Service::of(None, &words("/srv/app/bin/srv"), &[]);
+        assert_eq!(s.state(&lab), ["/srv/app/**"]);
+    }
+}
