@@ -3,6 +3,7 @@
 //! renders the result.
 
 pub mod campaign;
+pub mod cli;
 pub mod client;
 pub mod exit;
 pub mod fixture;

@@ -658,9 +658,9 @@ fn hash_upto(file: &File, end: u64) -> io::Result<String> {
         if data >= end {
             break;
         }
-        let hole = extent(&file, data, Whence::SeekHole).map_or(end, |hole| hole.min(end));
+        let hole = extent(file, data, Whence::SeekHole).map_or(end, |hole| hole.min(end));
         let want = hole.max(data + 1) - data;
-        let read = read_range(&file, data, want, &mut buffer, &mut hasher)?;
+        let read = read_range(file, data, want, &mut buffer, &mut hasher)?;
         if read < want {
             break; // the file shrank under the read
         }

@@ -279,7 +279,7 @@ fn modified(path: &str, old: &[u8], new: &[u8]) -> String {
 fn describe(change: &FsChange) -> String {
     match change {
         FsChange::Created { path, kind, .. } => format!("Created {} {kind:?}", path.display()),
-        FsChange::Modified { path, old, new } => format!(
+        FsChange::Modified { path, old, new, .. } => format!(
             "Modified {} {} -> {} {} was {}",
             path.display(),
             old.size,

@@ -1,0 +1,332 @@
+//! `vac campaign …` and `vac import`: many targets, and the agent hosts' configs they come from.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{runtime, width};
+use crate::exit::Exit;
+use crate::report;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The config file (JSON).
+    file: PathBuf,
+    /// Write the campaign here (refused if it exists) instead of printing it.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The campaign's name (default: "imported").
+    #[arg(long, default_value = "imported")]
+    name: String,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum CampaignCommand {
+    /// Run every target × repetition of a campaign file into its `out` directory (one shard
+    /// of it with `--shard`, or the shard a Kubernetes Indexed Job or Slurm array assigns).
+    Run(CampaignRunArgs),
+    /// Continue a campaign directory after a crash: done probes are kept, the rest run.
+    Resume(CampaignResumeArgs),
+    /// Check and join the shard directories of one campaign into OUT.
+    Merge(CampaignMergeArgs),
+    /// Check a campaign file and print its plan (this shard's targets) without running.
+    Check(CampaignRunArgs),
+    /// Write the Kubernetes Indexed Job and the Slurm array (each with its merge step) that
+    /// run a campaign in N shards (from `deploy/`).
+    Deploy(CampaignDeployArgs),
+    /// Compare the verdict grids of two receipt directories (a campaign and its rerun):
+    /// the cells that changed, and those unstable across repetitions; exit 4 if any changed.
+    Compare(CampaignCompareArgs),
+    /// Print the campaign file a campaign directory's chain recorded, byte for byte.
+    Recorded(CampaignResumeArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct CampaignCompareArgs {
+    first: PathBuf,
+    second: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct CampaignDeployArgs {
+    /// The campaign file.
+    file: PathBuf,
+    /// How many shards.
+    #[arg(long)]
+    shards: u32,
+    /// The directory to write `kubernetes.yaml`, `campaign.sbatch` and `merge.sbatch` in.
+    #[arg(long)]
+    to: PathBuf,
+    /// The container image with vac in it (Kubernetes).
+    #[arg(long, default_value = "vac:latest")]
+    image: String,
+    /// The PersistentVolumeClaim the shards write to (Kubernetes).
+    #[arg(long, default_value = "vac-runs")]
+    claim: String,
+    /// The shared directory every Slurm node writes its shard under (default: the
+    /// campaign's `out`, made absolute).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct CampaignRunArgs {
+    /// The campaign file (TOML).
+    file: PathBuf,
+    /// Run shard K of N (0-based): the targets whose id hashes to K modulo N.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// The shard count when a Kubernetes Indexed Job's JOB_COMPLETION_INDEX picks the
+    /// shard (else VAC_SHARDS).
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+    /// Write into this directory instead of the file's `out` (a shard writes
+    /// `OUT/shard-K-of-N`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct CampaignResumeArgs {
+    /// The campaign directory.
+    dir: PathBuf,
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CampaignMergeArgs {
+    /// The merged campaign directory to write.
+    out: PathBuf,
+    /// The shards' campaign directories.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+}
+
+/// `vac campaign compare A B`: the verdict grids of two receipt directories, cell by cell.
+pub(crate) fn compare_grids(
+    first: &std::path::Path,
+    second: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    let load = |dir: &std::path::Path| match vac_analysis::load(dir, None) {
+        Ok(analysis) => Ok(analysis),
+        Err(error) if error.is_broken() => {
+            println!("{error}");
+            Err(Exit::Broken)
+        }
+        Err(error) => {
+            eprintln!("vac: {error}");
+            Err(Exit::Usage)
+        }
+    };
+    let (a, b) = match (load(first), load(second)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(exit), _) | (_, Err(exit)) => return Ok(exit.into()),
+    };
+    let diff = vac_analysis::map::compare_grids(&a.map, &b.map);
+    println!(
+        "{} vs {}: {} cells, {} changed, {} unstable across repetitions",
+        first.display(),
+        second.display(),
+        diff.cells,
+        diff.changed.len(),
+        diff.unstable.len()
+    );
+    for (server, tool, clause, x, y) in &diff.changed {
+        println!("CHANGED {server} × {tool} × {clause}: {x} → {y}");
+    }
+    for (server, tool, clause, which) in &diff.unstable {
+        println!("UNSTABLE {server} × {tool} × {clause} (in {which})");
+    }
+    Ok(if diff.changed.is_empty() {
+        Exit::Clean
+    } else {
+        Exit::Broken
+    }
+    .into())
+}
+
+/// `vac import FILE`: a campaign file from an agent host's config.
+pub(crate) fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let name = args.file.display().to_string();
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("vac: {name}: cannot read: {error}");
+            return Ok(Exit::Usage.into());
+        }
+    };
+    let campaign = match crate::campaign::import::import(&name, &text, &args.name) {
+        Ok(campaign) => campaign,
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::Usage.into());
+        }
+    };
+    match &args.out {
+        None => print!("{campaign}"),
+        Some(out) => {
+            let mut file = match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+            {
+                Ok(file) => file,
+                Err(error) => {
+                    eprintln!("vac: {}: cannot create: {error}", out.display());
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            std::io::Write::write_all(&mut file, campaign.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+        }
+    }
+    Ok(Exit::Clean.into())
+}
+
+/// `vac campaign run|resume|merge|check`.
+pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
+    use crate::campaign::{self, Campaign, Progress, RunError, Shard, ShardError};
+    let progress = |quiet: bool| {
+        use std::io::IsTerminal;
+        match (quiet, std::io::stderr().is_terminal()) {
+            (true, _) => Progress::Quiet,
+            (false, true) => Progress::Bar,
+            (false, false) => Progress::Lines,
+        }
+    };
+    let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, ShardError> {
+        match &args.shard {
+            Some(text) => Shard::parse(text).map(Some),
+            None => Shard::from_env(&|name| std::env::var(name).ok(), args.shards),
+        }
+    };
+    let load = |args: &CampaignRunArgs| -> anyhow::Result<(Campaign, Option<Shard>)> {
+        let mut campaign = Campaign::load(&args.file)?;
+        if let Some(out) = &args.out {
+            campaign.out = out.clone();
+        }
+        let shard = shard_of(args)?;
+        Ok((campaign, shard))
+    };
+    let outcome = match command {
+        CampaignCommand::Check(args) => {
+            let (campaign, shard) = match load(&args) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            println!(
+                "{}: campaign {:?}, {} targets × {} repetitions, {} jobs, into {}",
+                args.file.display(),
+                campaign.name,
+                campaign.targets.len(),
+                campaign.repetitions,
+                campaign.jobs,
+                campaign::out_dir(&campaign, shard).display()
+            );
+            for target in &campaign.targets {
+                let mine = shard.is_none_or(|s| s.holds(&target.id));
+                println!("  {} {}", if mine { "run " } else { "skip" }, target.id);
+            }
+            return Ok(Exit::Clean.into());
+        }
+        CampaignCommand::Run(args) => {
+            let (campaign, shard) = match load(&args) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            runtime()?.block_on(campaign::run(&campaign, shard, progress(args.quiet)))
+        }
+        CampaignCommand::Resume(args) => {
+            runtime()?.block_on(campaign::resume(&args.dir, progress(args.quiet)))
+        }
+        CampaignCommand::Merge(args) => campaign::merge(&args.out, &args.shards),
+        CampaignCommand::Compare(args) => return compare_grids(&args.first, &args.second),
+        CampaignCommand::Recorded(args) => match campaign::recorded_text(&args.dir) {
+            Ok(text) => {
+                print!("{text}");
+                return Ok(Exit::Clean.into());
+            }
+            Err(error) => {
+                eprintln!("vac: {error}");
+                return Ok(Exit::Usage.into());
+            }
+        },
+        CampaignCommand::Deploy(args) => {
+            let loaded = match Campaign::load(&args.file) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            if args.shards == 0 || args.shards > 10_000 {
+                eprintln!("vac: --shards {}: expected 1 to 10000", args.shards);
+                return Ok(Exit::Usage.into());
+            }
+            let out = args.out.clone().unwrap_or_else(|| loaded.out.clone());
+            let deploy = campaign::deploy::Deploy {
+                shards: args.shards,
+                image: args.image.clone(),
+                claim: args.claim.clone(),
+                out: std::path::absolute(&out)
+                    .unwrap_or(out)
+                    .display()
+                    .to_string(),
+            };
+            let files = campaign::deploy::render(&loaded, &deploy);
+            match campaign::deploy::write(&args.to, &files) {
+                Ok(written) => {
+                    for path in written {
+                        println!("{}", path.display());
+                    }
+                    return Ok(Exit::Clean.into());
+                }
+                Err(error) => {
+                    eprintln!("vac: {}: {error}", args.to.display());
+                    return Ok(Exit::Usage.into());
+                }
+            }
+        }
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(
+            error @ (RunError::Exists(_)
+            | RunError::Merge(_)
+            | RunError::Campaign(_)
+            | RunError::NotCampaign { .. }
+            | RunError::Locked { .. }),
+        ) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::Usage.into());
+        }
+        Err(error) => return Err(anyhow::Error::new(error).context("campaign failed")),
+    };
+    if let Some(cut) = &outcome.cut {
+        eprintln!("vac: resumed after cutting the log's torn tail: {cut}");
+    }
+    if outcome.kept > 0 {
+        eprintln!("vac: kept {} finished probes", outcome.kept);
+    }
+    match vac_analysis::load(&outcome.dir, None) {
+        Ok(analysis) => print!("{}", report::map_summary(&analysis.map, false, width())),
+        Err(error) => eprintln!("vac: {error}"),
+    }
+    println!(
+        "campaign: {} ({} probes)",
+        outcome.dir.display(),
+        outcome.members.len()
+    );
+    Ok(outcome.exit().into())
+}

@@ -1,0 +1,141 @@
+//! `vac verify`: a receipt directory's chain, blobs and verdicts checked.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::exit::Exit;
+use clap::Args;
+
+#[derive(Args)]
+pub(crate) struct VerifyArgs {
+    /// The receipt directory.
+    dir: PathBuf,
+}
+
+/// The chain and blobs, then every verdict record re-derived from the recorded evidence.
+pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    if crate::campaign::is_campaign(&args.dir) {
+        return verify_campaign(&args.dir);
+    }
+    Ok(verify_probe(&args.dir).into())
+}
+
+/// A campaign directory: its own chain, then every probe it lists — each probe's chain,
+/// its head against the one recorded, and its verdicts re-graded.
+pub(crate) fn verify_campaign(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let members = match crate::campaign::members(dir) {
+        Ok(members) => members,
+        Err(error) => {
+            println!("{error}");
+            return Ok(Exit::Broken.into());
+        }
+    };
+    let mut worst = Exit::Clean;
+    let mut probes = 0;
+    for member in members.iter().filter(|m| m.role == "probe") {
+        let Some(head) = &member.head else {
+            println!(
+                "{}: {} rep {}: no sealed log ({}): {}",
+                dir.display(),
+                member.target,
+                member.repetition,
+                member.status,
+                member.detail
+            );
+            continue;
+        };
+        let path = dir.join(&member.dir);
+        match vac_receipts::verify(&path, &vac_receipts::VerifyOptions::default()) {
+            Ok(report) if report.head.to_string() == *head => {}
+            Ok(report) => {
+                println!(
+                    "{}: BROKEN: its head is {}, the campaign log lists {head}",
+                    path.display(),
+                    report.head
+                );
+                worst = Exit::Broken;
+                continue;
+            }
+            Err(_) => {}
+        }
+        probes += 1;
+        if verify_probe(&path) != Exit::Clean {
+            worst = Exit::Broken;
+        }
+    }
+    if worst == Exit::Clean {
+        let head = vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default())
+            .map(|r| r.head.to_string())
+            .unwrap_or_default();
+        println!(
+            "{}: campaign chain verifies (head {head}); {probes} probes verify and re-grade, each with the head the chain lists",
+            dir.display()
+        );
+    }
+    Ok(worst.into())
+}
+
+/// One probe's chain and blobs, then every verdict record re-derived from its evidence.
+pub(crate) fn verify_probe(path: &std::path::Path) -> Exit {
+    let dir = path.display();
+    let chain = match vac_receipts::verify(path, &vac_receipts::VerifyOptions::default()) {
+        Ok(report) => report,
+        Err(error) => {
+            println!("{dir}: BROKEN: {error}");
+            return Exit::Broken;
+        }
+    };
+    match crate::probe::check_verdicts(path) {
+        Ok(regraded) if regraded.mismatches.is_empty() => {
+            println!("{dir}: {chain}; every verdict re-graded from the recorded evidence");
+            Exit::Clean
+        }
+        // Graded under other rules: the chain shows the receipts are as written; the
+        // differences are what today's rules make of the same evidence.
+        Ok(regraded) if regraded.other_rules() => {
+            println!(
+                "{dir}: {chain}; graded under rules revision {}, re-graded under revision {}: {} records differ (a rule change, not tampering: the chain verifies)",
+                regraded.graded_under,
+                vac_contracts::RULES,
+                regraded.mismatches.len()
+            );
+            for m in regraded.mismatches.iter().take(20) {
+                let at = m
+                    .seq
+                    .map_or("missing record".to_string(), |s| format!("seq {s}"));
+                println!(
+                    "{dir}: REGRADED: {at}: {} × {}: {}",
+                    m.tool, m.clause, m.detail
+                );
+            }
+            if regraded.mismatches.len() > 20 {
+                println!(
+                    "{dir}: REGRADED: … and {} more",
+                    regraded.mismatches.len() - 20
+                );
+            }
+            Exit::Clean
+        }
+        Ok(regraded) => {
+            let mismatches = regraded.mismatches;
+            for m in &mismatches {
+                let at = m
+                    .seq
+                    .map_or("missing record".to_string(), |s| format!("seq {s}"));
+                let what = match m.clause.as_str() {
+                    "profile" => "a profile line",
+                    _ => "a verdict",
+                };
+                println!(
+                    "{dir}: MISMATCH: {at}: {} × {}: {what} the evidence does not support: {}",
+                    m.tool, m.clause, m.detail
+                );
+            }
+            Exit::Broken
+        }
+        Err(error) => {
+            println!("{dir}: BROKEN: {:#}", anyhow::Error::new(error));
+            Exit::Broken
+        }
+    }
+}
