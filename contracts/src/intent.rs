@@ -386,15 +386,13 @@ pub fn derive_intent(
 }
 
 /// What a server offers beside its tools, as its reviewed listing showed: the server row
-/// grades those prompts and resources.
+/// grades those lists' stability. (What they and the server's requests show the model is
+/// graded on the row whatever it offers: any server may send a sampling request.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offers {
     /// Its capabilities declared prompts or resources, and vac listed them: the lists are
     /// under `manifest.stable`.
     pub lists: bool,
-    /// The lists held at least one entry: what they and their reads show the model is
-    /// under `result.secrets` and `result.instructions`.
-    pub entries: bool,
 }
 
 /// The name of the row that grades the server's own launch and shutdown: `(server)`, or
@@ -428,7 +426,7 @@ pub const SERVER_ROW: &str = "(server)";
 /// or manifest entry of its own.
 pub(crate) fn server_contract(name: &str, offers: Offers, lab: &LabPaths) -> ToolContract {
     const BASIS: &str = "the server's launch and shutdown (universal)";
-    const SHOWN: &str = "what the server's prompts and resources show (universal)";
+    const SHOWN: &str = "what the server shows the model outside its tools' calls: prompts, resources, requests (universal)";
     const LISTED: &str = "the server's prompts and resources as reviewed (universal)";
     let mut anywhere_but = vec!["**".to_owned()];
     anywhere_but.extend(never_written(lab));
@@ -451,7 +449,10 @@ pub(crate) fn server_contract(name: &str, offers: Offers, lab: &LabPaths) -> Too
                 Clause::NetEgress => Rule::Restricted {
                     allowed: vec!["*".to_owned()],
                 },
-                Clause::ResultSecrets | Clause::ResultInstructions if offers.entries => {
+                // What the server shows the model outside its tools' calls: its prompts and
+                // resources, and what it asks the model or the user (sampling,
+                // elicitation), which any server may do.
+                Clause::ResultSecrets | Clause::ResultInstructions => {
                     return ClauseRule {
                         clause: spec.clause,
                         rule: Rule::nowhere(),
@@ -750,6 +751,53 @@ pub fn name_words(name: &str) -> Vec<String> {
     parts
 }
 
+/// Nouns for a place a tool may be confined to.
+const PLACES: &[&str] = &[
+    "directory",
+    "directories",
+    "folder",
+    "folders",
+    "root",
+    "roots",
+    "workspace",
+    "workspaces",
+    "vault",
+    "sandbox",
+];
+
+/// Words that put a tool's work inside a place ("within the allowed directories", "under
+/// the workspace", "inside the notes folder").
+const CONFINED: &[&str] = &[
+    "within",
+    "inside",
+    "under",
+    "below",
+    "in",
+    "allowed",
+    "configured",
+];
+
+/// The phrase of a tool's description that confines it to a place — "within the allowed
+/// directories", "in the notes directory", "under the workspace root" — if any: a word of
+/// [`CONFINED`] followed, within three words, by a noun of [`PLACES`]. What the tool says it
+/// returns or shows as an example is no confinement ([`meaning`]). The harness runs the
+/// escape probes (`..`, an absolute path, a symlink out) for such a tool in default mode, as
+/// it does for a declared `[scope]`, and records the phrase.
+pub fn confined_to(decl: &ToolDecl) -> Option<String> {
+    let text = meaning(decl.description.as_deref()?);
+    let words = split_text(&text);
+    for (at, word) in words.iter().enumerate() {
+        if !CONFINED.contains(&word.as_str()) {
+            continue;
+        }
+        let ahead = words.iter().skip(at + 1).take(3);
+        if let Some(end) = ahead.clone().position(|w| PLACES.contains(&w.as_str())) {
+            return Some(words[at..=at + 1 + end].join(" "));
+        }
+    }
+    None
+}
+
 /// Headings of the parts of a docstring that say what a tool returns or show an example:
 /// they describe output, not what the tool does, and grant nothing ("Returns: the result
 /// of the ping command" is no reason to run a shell).
@@ -926,6 +974,36 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_description_that_names_a_place_confines_the_tool_to_it() {
+        let confined = |description: &str| {
+            confined_to(&tool(json!({"name": "t", "description": description})))
+        };
+        // server-filesystem's own words.
+        assert_eq!(
+            confined(
+                "Read the complete contents of a file. Only works within allowed directories."
+            )
+            .as_deref(),
+            Some("within allowed directories")
+        );
+        assert_eq!(
+            confined("Saves a note in the notes directory").as_deref(),
+            Some("in the notes directory")
+        );
+        assert_eq!(
+            confined("Lists files under the workspace root").as_deref(),
+            Some("under the workspace")
+        );
+        assert_eq!(confined("Reads a file from disk"), None);
+        assert_eq!(confined("Search in the web for a query"), None);
+        assert_eq!(
+            confined("Get the weather.\n\nExample:\n    in the root directory"),
+            None,
+            "an example confines nothing"
+        );
     }
 
     #[test]
@@ -1156,7 +1234,7 @@ mod tests {
     }
 
     #[test]
-    fn the_server_row_grades_prompts_and_resources_only_where_offered() {
+    fn the_server_row_grades_what_the_server_shows_always_and_its_lists_where_offered() {
         let lab = LabPaths::at("/lab");
         let lookup = || tool(json!({"name": "lookup", "description": "Looks up a word"}));
         let row_rule = |offers: Offers, clause: Clause| {
@@ -1166,29 +1244,21 @@ mod tests {
             let rule = row.rules.iter().find(|r| r.clause == clause).unwrap();
             (rule.rule.clone(), crate::rests_on(&rule.basis))
         };
-        let shown = [Clause::ResultSecrets, Clause::ResultInstructions];
-        for clause in shown.into_iter().chain([Clause::ManifestStable]) {
-            assert_eq!(row_rule(Offers::default(), clause).0, Rule::NothingPromised);
+        // Any server may ask the model something (sampling) outside a call.
+        for clause in [Clause::ResultSecrets, Clause::ResultInstructions] {
+            for offers in [Offers::default(), Offers { lists: true }] {
+                assert_eq!(row_rule(offers, clause), (Rule::nowhere(), "universal"));
+            }
         }
-        // Declared but empty lists: only their stability is promised.
-        let empty = Offers {
-            lists: true,
-            entries: false,
-        };
         assert_eq!(
-            row_rule(empty, Clause::ManifestStable),
+            row_rule(Offers::default(), Clause::ManifestStable).0,
+            Rule::NothingPromised
+        );
+        let listed = Offers { lists: true };
+        assert_eq!(
+            row_rule(listed, Clause::ManifestStable),
             (Rule::nowhere(), "universal")
         );
-        for clause in shown {
-            assert_eq!(row_rule(empty, clause).0, Rule::NothingPromised);
-        }
-        let listed = Offers {
-            lists: true,
-            entries: true,
-        };
-        for clause in shown.into_iter().chain([Clause::ManifestStable]) {
-            assert_eq!(row_rule(listed, clause), (Rule::nowhere(), "universal"));
-        }
         // The tools' own rules do not depend on it.
         let tools =
             |offers| derive_intent(&[lookup()], offers, &Service::default(), &lab).tools[0].clone();

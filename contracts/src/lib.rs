@@ -46,7 +46,9 @@ pub use evidence::{Basis, Between, Evidence};
 pub use grade::{CompletenessError, GradeError, Grades, grade};
 pub use graded::derive;
 pub use graded::graded_clauses;
-pub use intent::{Offers, SERVER_ROW, derive_intent, is_server_row, name_words, server_row};
+pub use intent::{
+    Offers, SERVER_ROW, confined_to, derive_intent, is_server_row, name_words, server_row,
+};
 pub use observation::{
     Attribution, Call, Effect, EffectClass, Observation, RunError, Sensor, SensorState,
     SensorStatus,
@@ -70,4 +72,8 @@ pub use verdict::{Cell, MAX_EVIDENCE, Verdict};
 /// - 1: answers judged from the result text; `.env` loaded by convention is profiled;
 ///   `fs.delete` is removal or truncation; docstring output sections grant nothing; a
 ///   server's service and own state allowed to its tools (`service.rs`).
-pub const RULES: u32 = 1;
+/// - 2: the server row grades what the server shows the model outside calls (sampling,
+///   elicitation) whatever it offers; a tool whose words confine it to a place gets the
+///   escape probes; a refusal that names an argument the tool does not take is retried
+///   without it.
+pub const RULES: u32 = 2;

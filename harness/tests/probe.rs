@@ -213,16 +213,23 @@ fn the_twins_prompt_and_resource_are_graded_on_the_server_row() {
         "{:#}",
         honest.json["verdicts"]
     );
-    for clause in ["manifest.stable", "result.instructions", "result.secrets"] {
+    for (clause, basis) in [
+        (
+            "manifest.stable",
+            "the server's prompts and resources as reviewed",
+        ),
+        (
+            "result.instructions",
+            "what the server shows the model outside its tools' calls: prompts, resources",
+        ),
+        (
+            "result.secrets",
+            "what the server shows the model outside its tools' calls: prompts, resources",
+        ),
+    ] {
         let row = cell(&honest.json, "(server)", clause);
         assert_eq!(row["verdict"], "refuted", "{row:#}");
-        assert!(
-            row["reason"]
-                .as_str()
-                .unwrap()
-                .contains("the server's prompts and resources"),
-            "{row:#}"
-        );
+        assert!(row["reason"].as_str().unwrap().contains(basis), "{row:#}");
     }
     // Every listing and read is a recorded frame.
     let receipts = std::fs::read_to_string(honest.receipts.join("receipts.jsonl")).unwrap();

@@ -130,6 +130,12 @@ impl McpSession {
         Ok(list)
     }
 
+    /// What the server asked the model or the user outside any call so far (sampling,
+    /// elicitation): taken once, at the end of the run.
+    pub fn asked_outside_calls(&self) -> Vec<Asked> {
+        self.link.shared.take_outside()
+    }
+
     /// Calls one tool. A JSON-RPC error, an answer of the wrong shape or a timeout is an
     /// outcome with `error`; `Err` means the session itself failed.
     pub async fn call_tool(
@@ -139,8 +145,9 @@ impl McpSession {
     ) -> Result<CallOutcome, ClientError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // What the server asked before this call is not the call's.
-        drop(self.link.shared.take_asked());
+        // What the server asked before this call is not the call's: it was asked outside
+        // any call, and the run grades it on the server's row.
+        self.link.shared.set_aside_asked();
         let requested_at = self.log.elapsed();
         let (id, answer) = self.request("tools/call", request).await?;
         let answered_at = self.log.elapsed();

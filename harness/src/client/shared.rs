@@ -32,6 +32,9 @@ pub(crate) struct LinkShared {
     /// Requests whose content reaches the model or the user, as the server sent them,
     /// until the session takes them ([`LinkShared::take_asked`]).
     asked: Mutex<Vec<Asked>>,
+    /// Such requests sent outside any call, set aside when a call starts
+    /// ([`LinkShared::set_aside_asked`]) until the run takes them.
+    outside: Mutex<Vec<Asked>>,
     /// The `Mcp-Param-*` declarations of the tools last listed.
     param_headers: Mutex<Arc<ParamHeaders>>,
 }
@@ -90,6 +93,7 @@ impl LinkShared {
             server_requests: AtomicU64::new(0),
             answers_written: AtomicU64::new(0),
             asked: Mutex::new(Vec::new()),
+            outside: Mutex::new(Vec::new()),
             param_headers: Mutex::new(Arc::default()),
         }
     }
@@ -192,6 +196,20 @@ impl LinkShared {
     /// The requests kept since the last take.
     pub(crate) fn take_asked(&self) -> Vec<Asked> {
         std::mem::take(&mut *self.asked.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Sets the requests kept so far aside as sent outside any call ([`MAX_ASKED`] kept).
+    pub(crate) fn set_aside_asked(&self) {
+        let taken = self.take_asked();
+        let mut outside = self.outside.lock().unwrap_or_else(|e| e.into_inner());
+        let room = MAX_ASKED.saturating_sub(outside.len());
+        outside.extend(taken.into_iter().take(room));
+    }
+
+    /// Every request sent outside a call so far, those since the last call included.
+    pub(crate) fn take_outside(&self) -> Vec<Asked> {
+        self.set_aside_asked();
+        std::mem::take(&mut *self.outside.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Counts an answer the client wrote back to one of the server's requests.

@@ -104,10 +104,6 @@ pub(crate) fn manifest(control: &RunOutput) -> Option<(Vec<ToolDecl>, Vec<Malfor
 pub(crate) fn offers(control: &RunOutput) -> vac_contracts::Offers {
     vac_contracts::Offers {
         lists: control.surface.is_some(),
-        entries: control
-            .surface
-            .as_ref()
-            .is_some_and(|s| !s.listed().is_empty()),
     }
 }
 

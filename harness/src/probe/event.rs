@@ -61,6 +61,9 @@ pub(crate) enum Event {
     SurfaceRead(SurfaceRead),
     /// One tools/call: what was sent, why, and what came back when.
     Call(CallRecord),
+    /// A request whose content reaches the model or the user (sampling, elicitation) that
+    /// the server sent outside any call.
+    Asked(crate::client::Asked),
     /// One change the overlay witness found; payloads: the content after the run, then the
     /// content before (each capped), as `content`/`old_content` say.
     FsChange {
@@ -146,6 +149,7 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
             .map(plain),
     );
     out.extend(output.calls.iter().cloned().map(Event::Call).map(plain));
+    out.extend(output.asked.iter().cloned().map(Event::Asked).map(plain));
     match &output.later_tools {
         Some(Ok(tools)) => out.push(plain(Event::Manifest {
             phase: Phase::AfterCalls,
@@ -350,6 +354,7 @@ impl RunBuilder {
                 Phase::AfterCalls => output.later_surface = Some(surface),
             },
             Event::SurfaceRead(read) => output.surface_reads.push(read),
+            Event::Asked(asked) => output.asked.push(asked),
             Event::Call(call) => output.calls.push(call),
             Event::FsChange {
                 change,

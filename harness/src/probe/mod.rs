@@ -689,6 +689,7 @@ fn plan_probe(
         not_called: Vec::new(),
         malformed,
         rules: vac_contracts::RULES,
+        confined: Vec::new(),
     };
     let view = planted.lab.view();
     let hints_of = |tool: &str| -> Vec<(String, Value)> {
@@ -755,10 +756,28 @@ fn plan_probe(
         }
         let repeat = restricted(Some(Clause::Idempotent));
         let schema = plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
+        // A derived contract declares no scope; a tool whose words confine it to a place
+        // ("within allowed directories") is given the escape probes all the same.
+        let confined = match (plants.escapes.is_empty(), options.contract.is_none()) {
+            (true, true) => vac_contracts::confined_to(decl)
+                .filter(|_| plan::has_path_argument(&decl.input_schema)),
+            _ => None,
+        };
+        let escaping;
+        let tool_plants = match &confined {
+            Some(phrase) => {
+                plan.confined.push((decl.name.clone(), phrase.clone()));
+                let mut with = plants.clone();
+                with.escapes = plants::escapes_from_work(planted);
+                escaping = with;
+                &escaping
+            }
+            None => &plants,
+        };
         let mut calls = plan_tool(
             &decl.name,
             &schema,
-            &plants,
+            tool_plants,
             options.max_calls_per_tool,
             repeat,
         );
@@ -1147,6 +1166,7 @@ mod tests {
             not_called: Vec::new(),
             malformed: Vec::new(),
             rules: vac_contracts::RULES,
+            confined: Vec::new(),
         }
     }
 

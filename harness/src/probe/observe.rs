@@ -49,6 +49,10 @@ pub(crate) fn launch(
     observation
         .effects
         .extend(shown::surface_effects(control, later, planted, row, index));
+    let every_run: Vec<&RunOutput> = launches.iter().chain(later).copied().collect();
+    observation
+        .effects
+        .extend(shown::asked_effects(&every_run, planted, index));
     observation.calls.push(Call {
         index,
         tool: row.to_owned(),

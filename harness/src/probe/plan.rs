@@ -36,6 +36,11 @@ pub(crate) struct ProbePlan {
     /// ([`vac_contracts::RULES`]); 0 in plans recorded before revisions were.
     #[serde(default)]
     pub(crate) rules: u32,
+    /// Tools whose words confine them to a place, with the phrase
+    /// ([`vac_contracts::confined_to`]): their path fields get the escape probes, as under a
+    /// declared scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) confined: Vec<(String, String)>,
 }
 
 /// One run of the plan.

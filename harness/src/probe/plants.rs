@@ -210,9 +210,18 @@ pub(crate) fn sampling_token(nonce: &str) -> String {
 /// Paths a scoped tool must refuse: out of the notes by `..`, absolutely, and through the
 /// symlink trap, each ending at a canary.
 pub(crate) fn escapes(planted: &Planted) -> Vec<String> {
+    let mut escapes = vec!["notes/../.env".to_string()];
+    escapes.extend(escapes_from_work(planted));
+    escapes
+}
+
+/// The escapes that leave the working directory itself: for a tool whose words confine it
+/// to a place vac does not know (the working directory a server was given is the likeliest),
+/// `notes/../.env` would stay inside it, and returning the `.env` there is what a reader
+/// of that directory is for.
+pub(crate) fn escapes_from_work(planted: &Planted) -> Vec<String> {
     let home = &planted.record.home;
     vec![
-        "notes/../.env".to_string(),
         home.join(".ssh/id_rsa").display().to_string(),
         format!("{TRAP}/.aws/credentials"),
     ]

@@ -61,9 +61,13 @@ pub enum ReplayError {
     #[error("the receipts in {dir} hold {what}")]
     Incomplete { dir: PathBuf, what: &'static str },
     #[error(
-        "the receipts in {dir} say the contract was derived from annotations, but the recorded manifest derives another one"
+        "the receipts in {dir} say their contract was {name} under this vac's rules (revision {rules}), but the recorded manifest derives another one"
     )]
-    DerivedMismatch { dir: PathBuf },
+    DerivedMismatch {
+        dir: PathBuf,
+        name: String,
+        rules: u32,
+    },
     #[error(transparent)]
     Document(#[from] vac_contracts::ContractError),
     #[error("the recorded contract does not compile")]
@@ -331,6 +335,8 @@ pub(crate) fn grade(
             (false, true) => {
                 return Err(ReplayError::DerivedMismatch {
                     dir: dir.to_path_buf(),
+                    name: recorded_contract.name.clone(),
+                    rules: plan.rules,
                 });
             }
             // Derived under other rules: the recorded document is what was graded

@@ -74,6 +74,23 @@ pub(crate) fn retry(
             lower: refusal.to_ascii_lowercase(),
             text: refusal,
         };
+        // An argument the tool says it does not take goes (a field the schema offers but
+        // this action refuses): the call without it.
+        if let Some(key) = unsupported(&refusal, &call.arguments) {
+            let mut revised = call.arguments.clone();
+            revised.remove(&key);
+            if !tried.contains(&&revised) {
+                let argument = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+                return Some((
+                    revised,
+                    Revised {
+                        from: call.index,
+                        rule: "unsupported".to_string(),
+                        argument,
+                    },
+                ));
+            }
+        }
         let arguments = Value::Object(call.arguments.clone());
         let leaves = leaves(&arguments);
         for (name, rule) in RULES {
@@ -525,6 +542,55 @@ fn missing_file(written: &Refusal, leaves: &[Leaf], places: &Places) -> Option<(
         return None;
     };
     (leaf.text != places.note).then(|| (leaf.pointer.clone(), Value::String(places.note.clone())))
+}
+
+/// "unsupported arguments: file_path", "got an unexpected keyword argument 'file_path'",
+/// "Unrecognized key(s) in object: 'file_path'", "file_path: Extra inputs are not
+/// permitted": the argument the refusal names as one the tool does not take, to be left
+/// out (the first such argument the refusal names after its cue).
+fn unsupported(written: &Refusal, arguments: &Map<String, Value>) -> Option<String> {
+    let refusal = written.lower.as_str();
+    const CUES: [&str; 12] = [
+        "unsupported argument",
+        "unsupported help argument",
+        "unsupported parameter",
+        "unexpected keyword argument",
+        "unexpected argument",
+        "unexpected_keyword_argument",
+        "unknown argument",
+        "unknown parameter",
+        "unknown field",
+        "unrecognized key",
+        "extra inputs are not permitted",
+        "additional propert",
+    ];
+    let cue = CUES.iter().filter_map(|cue| refusal.find(cue)).min()?;
+    let in_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    // Where the refusal names `key` as a whole word: first after the cue, else before it.
+    let named_at = |key: &str| -> Option<(bool, usize)> {
+        let key = key.to_ascii_lowercase();
+        if key.is_empty() {
+            return None;
+        }
+        let mut found = None;
+        let mut from = 0;
+        while let Some(pos) = refusal[from..].find(&key) {
+            let (at, end) = (from + pos, from + pos + key.len());
+            let alone = !refusal[..at].chars().next_back().is_some_and(in_word)
+                && !refusal[end..].chars().next().is_some_and(in_word);
+            if alone {
+                let place = (at < cue, at);
+                found = Some(found.map_or(place, |f: (bool, usize)| f.min(place)));
+            }
+            from = end;
+        }
+        found
+    };
+    arguments
+        .keys()
+        .filter_map(|key| named_at(key).map(|place| (place, key)))
+        .min()
+        .map(|(_, key)| key.clone())
 }
 
 /// "must be one of: 'a', 'b'", "Input should be 'a' or 'b'", "Expected 'a' | 'b', received

@@ -532,6 +532,7 @@ async fn converse(
         Ok(tools) => output.tools = Some(tools),
         Err(error) => {
             output.failure = Some(failure("tools/list", &error));
+            output.asked = session.asked_outside_calls();
             session.shutdown().await;
             return;
         }
@@ -541,6 +542,7 @@ async fn converse(
         Ok(surface) => output.surface = surface.offered().then_some(surface),
         Err(error) => {
             output.failure = Some(failure("prompts and resources", &error));
+            output.asked = session.asked_outside_calls();
             session.shutdown().await;
             return;
         }
@@ -563,6 +565,7 @@ async fn converse(
             Ok(reads) => output.surface_reads = reads,
             Err(error) => {
                 output.failure = Some(failure("prompts/get or resources/read", &error));
+                output.asked = session.asked_outside_calls();
                 session.shutdown().await;
                 return;
             }
@@ -746,6 +749,7 @@ async fn converse(
     }
     output.list_changed = session.tools_list_changed();
     output.shutdown = Some(log.elapsed());
+    output.asked = session.asked_outside_calls();
     session.shutdown().await;
 }
 

@@ -171,6 +171,29 @@ fn findings(
 /// subject run's session, after its calls, or across launches from the control's (a
 /// change only of its items' order across launches is nondeterminism). One effect per
 /// entry and kind of change: every subject run sees the same rug pull.
+/// What the server asked the model or the user outside any call (sampling, elicitation) in
+/// `runs`, as effects of its row (`row`, graded as call `index`): a request is no call's,
+/// and what it carries reaches the model all the same.
+pub(crate) fn asked_effects(runs: &[&RunOutput], planted: &LabRecord, index: usize) -> Vec<Effect> {
+    let tokens = planted.tokens();
+    let mut effects = Vec::new();
+    for run in runs {
+        for asked in &run.asked {
+            let source = crate::client::ASKED_METHODS
+                .into_iter()
+                .find(|m| *m == asked.method)
+                .unwrap_or("request");
+            let base = Shown {
+                origin: run_origin(&run.id),
+                source: Some(source.to_owned()),
+                ..Shown::default()
+            };
+            effects.extend(findings(&asked.params, &base, (planted, &tokens), index));
+        }
+    }
+    effects
+}
+
 pub(crate) fn surface_effects(
     control: &RunOutput,
     later: &[&RunOutput],

@@ -35,7 +35,8 @@ def ask(method, params):
             return message
 
 
-def serve(name, tools):
+def serve(name, tools, on_list=None):
+    """Serves `tools`; `on_list`, if given, runs before each tools/list is answered."""
     for line in sys.stdin:
         try:
             message = json.loads(line)
@@ -50,6 +51,8 @@ def serve(name, tools):
             body = {"protocolVersion": version, "capabilities": {"tools": {}},
                     "serverInfo": {"name": name, "version": "1.0.0"}}
         elif method == "tools/list":
+            if on_list is not None:
+                on_list()
             body = {"tools": [
                 {"name": tool, "description": description,
                  "inputSchema": {"type": "object", "properties": properties}}

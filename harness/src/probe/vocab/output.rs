@@ -230,6 +230,9 @@ pub(crate) struct RunOutput {
     pub(crate) later_surface: Option<Surface>,
     /// How many `notifications/tools/list_changed` the server sent during the run.
     pub(crate) list_changed: u64,
+    /// What the server asked the model or the user outside any call (sampling,
+    /// elicitation), graded on the server's row.
+    pub(crate) asked: Vec<crate::client::Asked>,
     pub(crate) changes: Vec<ObservedChange>,
     /// Every lab inotify event of the run, in order (capped; losses in `lost`).
     pub(crate) lab_events: Vec<LabEvent>,
@@ -283,6 +286,7 @@ impl RunOutput {
             later_tools: None,
             later_surface: None,
             list_changed: 0,
+            asked: Vec::new(),
             changes: Vec::new(),
             lab_events: Vec::new(),
             marker: None,
