@@ -687,8 +687,8 @@ def tools(m):
     }
 
     // What is left on the host — the empty run directory, its owner stamp, its cgroup —
-    // goes at the next start.
-    assert!(Path::new(&run).is_dir(), "{run}");
+    // goes at the next start: this test's, or that of any vac started meanwhile (a test
+    // beside this one), which sweeps it as well; so only the end is checked.
     let next = probe(&[], &fixture("honest"));
     assert_eq!(next.json["status"], "completed", "{:#}", next.json);
     assert!(!Path::new(&run).exists(), "{run} was not swept");

@@ -215,14 +215,15 @@ fn edited_verdict_and_profile_records_are_named_by_verify() {
     // Receipts graded under other rules (here: a plan without the rules revision, as every
     // log written before it was recorded): re-grading names each record today's rules grade
     // differently, as a rule change and not as tampering, and the chain decides the exit.
-    let older = probe.dir.path().join("older-rules");
-    rechain(&probe.receipts, &older, |body| match body {
+    let without_rules = |body| match body {
         Body::Plan(mut p) => {
             p.plan.as_object_mut().unwrap().remove("rules");
             Some(Body::Plan(p))
         }
         other => Some(other),
-    });
+    };
+    let older = probe.dir.path().join("older-rules");
+    rechain(&probe.receipts, &older, without_rules);
     let out = verify(&older);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
@@ -231,13 +232,7 @@ fn edited_verdict_and_profile_records_are_named_by_verify() {
         "{stdout}"
     );
     let older_forged = probe.dir.path().join("older-rules-forged");
-    rechain(&forged, &older_forged, |body| match body {
-        Body::Plan(mut p) => {
-            p.plan.as_object_mut().unwrap().remove("rules");
-            Some(Body::Plan(p))
-        }
-        other => Some(other),
-    });
+    rechain(&forged, &older_forged, without_rules);
     let out = verify(&older_forged);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");

@@ -131,6 +131,23 @@ pub struct ContractSource {
 }
 
 impl ProbeOptions {
+    /// The contract these options derive for `decls` in `lab`, and its text, for the server
+    /// `control` met, started as the target says with the `--env` given.
+    fn derive(
+        &self,
+        decls: &[ToolDecl],
+        lab: &LabPaths,
+        control: &RunOutput,
+    ) -> (vac_contracts::Contract, String) {
+        self.derivation.derive(
+            decls,
+            lab,
+            control,
+            &self.target.describe(),
+            &self.inputs.env_pairs(),
+        )
+    }
+
     /// The same options with `seconds` to wait for initialize and for each answer.
     pub fn with_timeout(mut self, seconds: u64) -> ProbeOptions {
         self.client.initialize_timeout = Duration::from_secs(seconds);
@@ -296,13 +313,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             source.text.clone(),
         ),
         _ => {
-            let (derived, text) = options.derivation.derive(
-                &decls,
-                &lab_paths,
-                &control_listed,
-                &options.target.describe(),
-                &options.inputs.env_pairs(),
-            );
+            let (derived, text) = options.derive(&decls, &lab_paths, &control_listed);
             (derived, options.derivation.record_name().to_string(), text)
         }
     };
@@ -983,13 +994,7 @@ pub async fn derive_contract(options: &ProbeOptions) -> Result<String, ProbeErro
         return Err(ProbeError::NoManifest { detail });
     };
     let lab = planted.record.lab_paths();
-    let (_, text) = options.derivation.derive(
-        &decls,
-        &lab,
-        &control,
-        &options.target.describe(),
-        &options.inputs.env_pairs(),
-    );
+    let (_, text) = options.derive(&decls, &lab, &control);
     Ok(text)
 }
 
