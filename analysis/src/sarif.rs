@@ -59,8 +59,25 @@ fn run(map: &Map, rows: &Rows, root: &str, version: &str, family: &str, clauses:
     // Logical locations: each server, then its tools nested under it.
     let mut logical = Vec::new();
     let mut tool_index = std::collections::HashMap::new();
+    let mut notifications = Vec::new();
     for server in &map.servers {
         let parent = logical.len();
+        // A target that could not be audited is said, not left out: a notification of
+        // the run's invocation, on the server's logical location.
+        for n in &server.not_audited {
+            notifications.push(json!({
+                "level": "error",
+                "message": {"text": format!(
+                    "{}: not audited: {} {} (exit {}){}",
+                    server.id,
+                    n.dir,
+                    n.status,
+                    n.exit,
+                    if n.detail.is_empty() { String::new() } else { format!(": {}", n.detail) },
+                )},
+                "locations": [{"logicalLocations": [{"index": parent}]}],
+            }));
+        }
         logical.push(json!({
             "name": server.id,
             "fullyQualifiedName": server.id,
@@ -104,6 +121,10 @@ fn run(map: &Map, rows: &Rows, root: &str, version: &str, family: &str, clauses:
             "rules": rules,
         }},
         "automationDetails": {"id": id},
+        "invocations": [{
+            "executionSuccessful": notifications.is_empty(),
+            "toolExecutionNotifications": notifications,
+        }],
         "columnKind": "unicodeCodePoints",
         "logicalLocations": logical,
         "results": results,

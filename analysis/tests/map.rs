@@ -455,6 +455,45 @@ fn sarif_validates_and_keeps_githubs_rules() {
     // Fingerprints are stable: the same server, tool and clause always hash alike.
     let (again, _) = sarif_of(3);
     assert_eq!(log, again);
+    assert_eq!(
+        log["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+
+    // A target that could not be audited is a notification of the invocation, on its
+    // server, and the log still validates.
+    let mut map = analysis.map.clone();
+    let target = map.servers[1].id.clone();
+    map.servers[1]
+        .not_audited
+        .push(vac_analysis::rows::NotAudited {
+            target,
+            dir: "server-1/rep-2".into(),
+            repetition: 2,
+            status: "failed".into(),
+            exit: 3,
+            detail: "initialize: server closed its stdout during initialize".into(),
+        });
+    let failed = vac_analysis::sarif::sarif(&map, &analysis.rows, "receipts/campaign", "0.1.0");
+    check_sarif(&failed, confirmed);
+    let invocation = &failed["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false, "{invocation}");
+    let note = &invocation["toolExecutionNotifications"][0];
+    assert_eq!(note["level"], "error", "{note}");
+    assert!(
+        note["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not audited: server-1/rep-2 failed (exit 3)"),
+        "{note}"
+    );
+    let server = note["locations"][0]["logicalLocations"][0]["index"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(
+        failed["runs"][0]["logicalLocations"][server]["name"],
+        map.servers[1].id.as_str()
+    );
 }
 
 #[test]

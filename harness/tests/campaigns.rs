@@ -555,7 +555,7 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
             out.to_str().unwrap(),
         ],
     );
-    for file in ["map.md", "map.csv", "map.html"] {
+    for file in ["map.md", "map.csv", "map.html", "map.sarif"] {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
         assert!(
             text.contains("not-mcp") && text.contains("failed (exit 3)"),
