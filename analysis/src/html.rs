@@ -270,14 +270,8 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
         h.push_str("<ul class=\"not-audited\">\n");
         for n in &s.not_audited {
             h.push_str(&format!(
-                "<li><b>not audited</b>: {} {} (exit {}){}</li>\n",
-                esc(&n.dir),
-                esc(&n.status),
-                n.exit,
-                match n.detail.is_empty() {
-                    true => String::new(),
-                    false => format!(": {}", esc(&n.detail)),
-                }
+                "<li><b>not audited</b>: {}</li>\n",
+                esc(&n.to_string())
             ));
         }
         h.push_str("</ul>\n");

@@ -233,7 +233,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
         line.distinct = line.distinct.max(p.distinct).max(line.targets.len() as u64);
     }
 
-    let servers = order
+    let mut servers: Vec<ServerMap> = order
         .iter()
         .map(|&server| {
             let cells = &by_server[server];
@@ -326,12 +326,10 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
             }
         })
         .collect();
-    let mut servers: Vec<ServerMap> = servers;
     // Targets no probe of which was audited: listed after the rest, in the campaign's
-    // order, so that the map accounts for every target.
+    // order, so that the map accounts for every target (once, whatever its repetitions).
     for failed in &rows.not_audited {
-        if order.contains(&failed.target.as_str()) || servers.iter().any(|s| s.id == failed.target)
-        {
+        if servers.iter().any(|s| s.id == failed.target) {
             continue;
         }
         let not_audited = not_audited_of(rows, &failed.target);

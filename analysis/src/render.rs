@@ -238,16 +238,7 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
             ));
         }
         for n in &s.not_audited {
-            md.push_str(&format!(
-                "Not audited: `{}` {} (exit {}){}.\n\n",
-                md_escape(&n.dir),
-                n.status,
-                n.exit,
-                match n.detail.is_empty() {
-                    true => String::new(),
-                    false => format!(": {}", md_escape(&n.detail)),
-                }
-            ));
+            md.push_str(&format!("Not audited: {}.\n\n", md_escape(&n.to_string())));
         }
         if s.tools.is_empty() {
             continue;
@@ -459,7 +450,7 @@ pub fn map_csv(map: &Map) -> String {
     }
     for s in &map.servers {
         for n in &s.not_audited {
-            let reason = format!("{} {} (exit {}): {}", n.dir, n.status, n.exit, n.detail);
+            let reason = n.to_string();
             let mut fields = vec![s.id.clone(), String::new(), String::new()];
             fields.push("not_audited".to_string());
             fields.extend(["none", "true", "0", "0", "0", "0", "0", "0"].map(String::from));

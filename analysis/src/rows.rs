@@ -45,6 +45,17 @@ pub struct NotAudited {
     pub detail: String,
 }
 
+/// How every rendering of the map says it: `DIR STATUS (exit N): DETAIL`.
+impl std::fmt::Display for NotAudited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (exit {})", self.dir, self.status, self.exit)?;
+        match self.detail.is_empty() {
+            true => Ok(()),
+            false => write!(f, ": {}", self.detail),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct RunRow {
     pub probe: Shared,

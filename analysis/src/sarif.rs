@@ -67,14 +67,7 @@ fn run(map: &Map, rows: &Rows, root: &str, version: &str, family: &str, clauses:
         for n in &server.not_audited {
             notifications.push(json!({
                 "level": "error",
-                "message": {"text": format!(
-                    "{}: not audited: {} {} (exit {}){}",
-                    server.id,
-                    n.dir,
-                    n.status,
-                    n.exit,
-                    if n.detail.is_empty() { String::new() } else { format!(": {}", n.detail) },
-                )},
+                "message": {"text": format!("{}: not audited: {n}", server.id)},
                 "locations": [{"logicalLocations": [{"index": parent}]}],
             }));
         }

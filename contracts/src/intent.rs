@@ -524,18 +524,18 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
                 Clause::NetEgress if !a.open_world_hint().declared => {
                     match words.says(REACHES, "the network") {
                         Said::Yes(why) => secrets_stay(format!("intent: {why}")),
-                        Said::No(why) if service.egress().is_empty() => {
-                            (Rule::nowhere(), format!("intent: {why}"))
-                        }
-                        Said::No(why) => (
-                            Rule::Restricted {
-                                allowed: service.egress(),
-                            },
-                            format!(
-                                "intent: {why}; the server's service: {}; {UNIVERSAL_EGRESS}",
-                                service.says()
+                        Said::No(why) => match service.egress() {
+                            hosts if hosts.is_empty() => {
+                                (Rule::nowhere(), format!("intent: {why}"))
+                            }
+                            hosts => (
+                                Rule::Restricted { allowed: hosts },
+                                format!(
+                                    "intent: {why}; the server's service: {}; {UNIVERSAL_EGRESS}",
+                                    service.says()
+                                ),
                             ),
-                        ),
+                        },
                     }
                 }
                 Clause::NetEgress if declared.rule == Rule::NothingPromised => {

@@ -176,7 +176,7 @@ impl Service {
             .iter()
             .map(|dir| dir.trim_end_matches('/'))
             .filter(|dir| !overlaps(dir))
-            .map(|dir| format!("{}/**", escape(dir)))
+            .map(|dir| format!("{}/**", globset::escape(dir)))
             .collect();
         for name in &self.names {
             for under in [".", ".config/", ".local/share/", ".local/state/"] {
@@ -361,18 +361,6 @@ fn within(path: &str, dir: &str) -> bool {
         || path
             .strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'))
-}
-
-/// A path as a glob that matches it literally.
-fn escape(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for c in path.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -332,13 +332,7 @@ pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
             ),
         );
         for n in &server.not_audited {
-            line(
-                &mut out,
-                format!(
-                    "  not audited: {} {} (exit {}): {}",
-                    n.dir, n.status, n.exit, n.detail
-                ),
-            );
+            line(&mut out, format!("  not audited: {n}"));
         }
         for tool in &server.tools {
             if all {

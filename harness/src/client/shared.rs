@@ -49,6 +49,16 @@ pub struct Asked {
     pub params: Value,
 }
 
+impl Asked {
+    /// Which request it was, as its evidence names the source: one of [`ASKED_METHODS`].
+    pub fn source(&self) -> &'static str {
+        ASKED_METHODS
+            .into_iter()
+            .find(|m| *m == self.method)
+            .unwrap_or("request")
+    }
+}
+
 /// The methods whose requests are kept as [`Asked`].
 pub const ASKED_METHODS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
 

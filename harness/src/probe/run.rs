@@ -532,8 +532,7 @@ async fn converse(
         Ok(tools) => output.tools = Some(tools),
         Err(error) => {
             output.failure = Some(failure("tools/list", &error));
-            output.asked = session.asked_outside_calls();
-            session.shutdown().await;
+            close(session, output).await;
             return;
         }
     }
@@ -542,8 +541,7 @@ async fn converse(
         Ok(surface) => output.surface = surface.offered().then_some(surface),
         Err(error) => {
             output.failure = Some(failure("prompts and resources", &error));
-            output.asked = session.asked_outside_calls();
-            session.shutdown().await;
+            close(session, output).await;
             return;
         }
     }
@@ -565,8 +563,7 @@ async fn converse(
             Ok(reads) => output.surface_reads = reads,
             Err(error) => {
                 output.failure = Some(failure("prompts/get or resources/read", &error));
-                output.asked = session.asked_outside_calls();
-                session.shutdown().await;
+                close(session, output).await;
                 return;
             }
         }
@@ -749,6 +746,11 @@ async fn converse(
     }
     output.list_changed = session.tools_list_changed();
     output.shutdown = Some(log.elapsed());
+    close(session, output).await;
+}
+
+/// Ends the session: what the server asked outside any call is the run's, then shutdown.
+async fn close(session: McpSession, output: &mut RunOutput) {
     output.asked = session.asked_outside_calls();
     session.shutdown().await;
 }

@@ -179,13 +179,9 @@ pub(crate) fn asked_effects(runs: &[&RunOutput], planted: &LabRecord, index: usi
     let mut effects = Vec::new();
     for run in runs {
         for asked in &run.asked {
-            let source = crate::client::ASKED_METHODS
-                .into_iter()
-                .find(|m| *m == asked.method)
-                .unwrap_or("request");
             let base = Shown {
                 origin: run_origin(&run.id),
-                source: Some(source.to_owned()),
+                source: Some(asked.source().to_owned()),
                 ..Shown::default()
             };
             effects.extend(findings(&asked.params, &base, (planted, &tokens), index));
@@ -375,11 +371,7 @@ fn shown_all(call: &CallRecord) -> Vec<(&'static str, Value)> {
         shown(call).map(|v| (RESULT, v)).into_iter().collect();
     if let Ok(outcome) = &call.outcome {
         for asked in &outcome.asked {
-            let source = crate::client::ASKED_METHODS
-                .into_iter()
-                .find(|m| *m == asked.method)
-                .unwrap_or("request");
-            all.push((source, asked.params.clone()));
+            all.push((asked.source(), asked.params.clone()));
         }
     }
     all
