@@ -6,26 +6,41 @@ alone (the rule before vac judged answers), and by the judgement vac records wit
     study/answers.py RECEIPTS_DIR...
 
 Each RECEIPTS_DIR is a probe's receipt directory or a campaign's (every `receipts.jsonl`
-below it is read; a campaign's repetitions of one target count as one server). Prints one
+below it is read, or its packed `receipts.jsonl.zst` through the `zstd` program; a
+campaign's repetitions of one target count as one server). Prints one
 line per server and the totals. Reads receipts only; runs nothing.
 """
 import json
+import os
 import sys
-from collections import defaultdict
-from pathlib import Path
+
+# study/select.py (the catalogue's rule) would shadow the standard `select` module that
+# subprocess imports: look up modules without this script's directory.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+import subprocess  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 GOOD = {"answered", "empty"}
 
 
+def lines(log):
+    if log.suffix == ".zst":
+        text = subprocess.run(["zstd", "-dcq", str(log)], check=True, capture_output=True).stdout
+        yield from text.decode().splitlines()
+    else:
+        with open(log) as f:
+            yield from f
+
+
 def calls(log):
-    with open(log) as f:
-        for line in f:
-            record = json.loads(line)
-            if record.get("kind") != "event":
-                continue
-            event = record["body"].get("event", {})
-            if event.get("type") == "call":
-                yield event
+    for line in lines(log):
+        record = json.loads(line)
+        if record.get("kind") != "event":
+            continue
+        event = record["body"].get("event", {})
+        if event.get("type") == "call":
+            yield event
 
 
 def flagged_ok(event):
@@ -49,7 +64,8 @@ def main(dirs):
     unjudged = 0
     for d in dirs:
         root = Path(d)
-        for log in sorted(root.rglob("receipts.jsonl")):
+        logs = list(root.rglob("receipts.jsonl")) + list(root.rglob("receipts.jsonl.zst"))
+        for log in sorted(logs):
             server = server_of(log, root)
             for event in calls(log):
                 tool = event["tool"]

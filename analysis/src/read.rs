@@ -18,9 +18,9 @@ use crate::rows::{
 /// Why a directory could not be read into tables. Nothing is rendered after one.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
-    /// Neither `DIR/receipts.jsonl` nor any `DIR/*/receipts.jsonl`.
+    /// No receipt log (plain or packed) in `DIR` or any `DIR/*/`.
     #[error(
-        "{}: not a receipt directory (no receipts.jsonl in it or in any directory directly under it)",
+        "{}: not a receipt directory (no receipts.jsonl or receipts.jsonl.zst in it or in any directory directly under it)",
         .0.display()
     )]
     NotReceipts(PathBuf),
@@ -113,7 +113,7 @@ struct Listed {
 /// `member` records, and exactly those are read — the sealed ones; a member that left no
 /// sealed log (it failed or timed out) has no verdicts to read.
 fn listed_probes(root: &Path) -> Result<Listing, AnalysisError> {
-    if root.join(vac_receipts::LOG_FILE).is_file() {
+    if vac_receipts::is_receipt_dir(root) {
         return match campaign_members(root)? {
             Some(listing) => Ok(listing),
             None => Ok(Listing {
@@ -137,7 +137,7 @@ fn listed_probes(root: &Path) -> Result<Listing, AnalysisError> {
             source,
         })?;
         let path = entry.path();
-        if path.join(vac_receipts::LOG_FILE).is_file() {
+        if vac_receipts::is_receipt_dir(&path) {
             dirs.push(path);
         }
     }

@@ -851,7 +851,7 @@ fn over_tls_with_a_private_ca_a_bearer_token_from_the_environment_is_sent_and_wr
             if entry.file_type().unwrap().is_dir() {
                 stack.push(entry.path());
             } else {
-                let bytes = std::fs::read(entry.path()).unwrap();
+                let bytes = common::unpacked(&entry.path());
                 assert!(
                     !String::from_utf8_lossy(&bytes).contains(TOKEN),
                     "the token is in {}",
@@ -965,7 +965,7 @@ fn the_http_twin_behind_tls_and_a_bearer_token_is_audited_with_the_token_written
                 stack.push(entry.path());
             } else {
                 files += 1;
-                let bytes = std::fs::read(entry.path()).unwrap();
+                let bytes = common::unpacked(&entry.path());
                 assert!(
                     !String::from_utf8_lossy(&bytes).contains(TOKEN),
                     "the token is in {}",
@@ -1193,7 +1193,7 @@ bearer_env = "VAC_TWIN_UNSET"
                     stack.push(entry.path());
                     continue;
                 }
-                let bytes = std::fs::read(entry.path()).unwrap();
+                let bytes = common::unpacked(&entry.path());
                 assert!(
                     !String::from_utf8_lossy(&bytes).contains(secret),
                     "{secret} is in {}",
@@ -1219,7 +1219,7 @@ bearer_env = "VAC_TWIN_UNSET"
         "the twin was audited"
     );
     // Both headers went with it, named in its configuration, their values nowhere.
-    let probe_log = std::fs::read_to_string(runs.join("twin/rep-1/receipts.jsonl")).unwrap();
+    let probe_log = common::log_text(&runs.join("twin/rep-1"));
     for named in ["Authorization: <redacted>", "X-Trace: <redacted>"] {
         assert!(probe_log.contains(named), "{named}");
     }

@@ -90,7 +90,7 @@ fn adaptive_and_per_tool_isolation_give_the_same_grid_on_the_published_targets()
         }
         for probe in std::fs::read_dir(&target).unwrap() {
             let probe = probe.unwrap().path();
-            if !probe.join("receipts.jsonl").exists() {
+            if !vac_receipts::is_receipt_dir(&probe) {
                 continue;
             }
             let report = vac(tmp.path(), &["report", probe.to_str().unwrap(), "--json"]);

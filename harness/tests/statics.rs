@@ -35,7 +35,7 @@ fn static_json(args: &[&str]) -> Value {
 /// The `tools` of the first initial manifest event of a probe's log, as the exact text
 /// recorded (canonical JSON: the same bytes for the same tools/list).
 fn recorded_manifest(probe: &Path) -> String {
-    let log = std::fs::read_to_string(probe.join("receipts.jsonl")).unwrap();
+    let log = common::log_text(probe);
     let line = log
         .lines()
         .find(|l| l.contains("\"phase\":\"initial\"") && l.contains("\"tools\":["))

@@ -72,7 +72,7 @@ fn verify_sh_passes_on_the_published_results_and_names_any_flipped_byte() {
         .expect("the published receipts hold a blob");
     let cases: Vec<(PathBuf, &str)> = vec![
         (
-            campaign.join("receipts/dishonest/rep-1/receipts.jsonl"),
+            campaign.join("receipts/dishonest/rep-1/receipts.jsonl.zst"),
             "dishonest/rep-1",
         ),
         (blob.clone(), "BROKEN"),

@@ -48,16 +48,32 @@ impl BlobStore {
         self.root.join(&name[..2]).join(name)
     }
 
-    /// Reads a blob, checking its length and hash against the reference.
+    /// Where the blob named `blake3` lives once packed: its bytes, zstd-compressed.
+    pub fn packed_path(&self, blake3: &Digest) -> PathBuf {
+        let mut path = self.path(blake3).into_os_string();
+        path.push(".zst");
+        PathBuf::from(path)
+    }
+
+    /// Reads a blob, plain or packed, checking its length and hash against the reference.
     pub fn read(&self, blob: &BlobRef) -> Result<Vec<u8>, BlobError> {
         let path = self.path(&blob.blake3);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(BlobError::Missing {
-                    blake3: blob.blake3,
-                    path,
-                });
+                let packed = self.packed_path(&blob.blake3);
+                match fs::File::open(&packed) {
+                    // At most the referenced length plus one byte is decoded, so a damaged
+                    // or hostile packed blob cannot make the reader allocate more.
+                    Ok(file) => read_packed(file, blob.len, &packed)?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(BlobError::Missing {
+                            blake3: blob.blake3,
+                            path,
+                        });
+                    }
+                    Err(source) => return Err(BlobError::Io { path: packed, source }),
+                }
             }
             Err(source) => return Err(BlobError::Io { path, source }),
         };
@@ -100,6 +116,22 @@ impl BlobStore {
         fs::rename(&tmp, &path).map_err(io_err(&path))?;
         Ok((blob, Some(path)))
     }
+}
+
+/// The bytes of a packed blob, decoding at most `len + 1` of them.
+fn read_packed(file: fs::File, len: u64, path: &Path) -> Result<Vec<u8>, BlobError> {
+    use std::io::Read;
+    let io_err = |source| BlobError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let decoder = zstd::stream::read::Decoder::new(file).map_err(io_err)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).min(16 << 20));
+    decoder
+        .take(len.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_err)?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Receipts: the append-only, hash-chained evidence log of a vac campaign, which
 //! anyone can check without a key.
 //!
-//! A receipt directory holds `receipts.jsonl` and `blobs/`. [`ReceiptWriter`]
+//! A receipt directory holds `receipts.jsonl` and `blobs/`; [`pack`] compresses a sealed
+//! one at rest (`receipts.jsonl.zst`, `blobs/…/<hash>.zst`), which every reader reads in place. [`ReceiptWriter`]
 //! appends typed [`Record`]s (each a [`Body`]: campaign start, contract, run
 //! start/end, sandbox config, plan, frame, event, self-test, effect, verdict) and closes the log
 //! with a [`Seal`], optionally signed with ed25519. [`ReceiptLog`] reads it back;
@@ -27,6 +28,7 @@ mod body;
 mod chain;
 mod digest;
 mod json;
+mod pack;
 mod payload;
 mod reader;
 mod record;
@@ -42,8 +44,11 @@ pub use body::{
 pub use chain::VerifyError;
 pub use digest::Digest;
 pub use json::{Json, is_canonical};
+pub use pack::{PACK_LEVEL, PackError, Packed, pack};
 pub use payload::{BlobRef, Payload, Stored};
-pub use reader::{Entries, Entry, LOG_FILE, MAX_LINE, ReadError, ReceiptLog};
+pub use reader::{
+    Entries, Entry, LOG_FILE, MAX_LINE, PACKED_LOG_FILE, ReadError, ReceiptLog, is_receipt_dir,
+};
 pub use record::{Body, FORMAT_VERSION, Kind, Record, RecordError};
 pub use seal::{SealError, SignatureStatus, seal_message};
 pub use verify::{

@@ -12,6 +12,10 @@ use crate::record::{FORMAT_VERSION, Record, RecordError};
 /// File name of the log inside a receipt directory.
 pub const LOG_FILE: &str = "receipts.jsonl";
 
+/// File name of a packed log ([`crate::pack`]): the same bytes, zstd-compressed, read in
+/// place of [`LOG_FILE`] when that is absent.
+pub const PACKED_LOG_FILE: &str = "receipts.jsonl.zst";
+
 /// The longest line a reader accepts. Writers keep large payloads in blobs, so real records
 /// are far shorter; the cap bounds the memory a hostile or corrupt file can make a reader use.
 pub const MAX_LINE: u64 = 64 << 20;
@@ -41,6 +45,13 @@ pub enum ReadError {
         line: u64,
         found: u64,
     },
+    #[error("{path}: its zstd stream does not decode after line {line} (damaged at rest)")]
+    Packed {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: io::Error,
+    },
     #[error("{path} line {line}: bad record")]
     Record {
         path: PathBuf,
@@ -68,7 +79,7 @@ impl ReadError {
     /// The 1-based line the error is about, if it is about one.
     pub fn line(&self) -> Option<u64> {
         match self {
-            ReadError::Io { .. } | ReadError::Empty { .. } => None,
+            ReadError::Io { .. } | ReadError::Empty { .. } | ReadError::Packed { .. } => None,
             ReadError::NotAReceiptLog { .. } => Some(1),
             ReadError::Record { line, .. }
             | ReadError::UnknownVersion { line, .. }
@@ -92,23 +103,44 @@ pub struct Entry {
     pub record: Record,
 }
 
-/// A receipt directory opened for reading: `receipts.jsonl` and `blobs/`.
+/// A receipt directory opened for reading: `receipts.jsonl` (or, packed,
+/// `receipts.jsonl.zst`) and `blobs/`.
 #[derive(Clone, Debug)]
 pub struct ReceiptLog {
     dir: PathBuf,
     blobs: BlobStore,
+    packed: bool,
+}
+
+/// Whether `dir` holds a receipt log, plain or packed.
+pub fn is_receipt_dir(dir: &Path) -> bool {
+    dir.join(LOG_FILE).is_file() || dir.join(PACKED_LOG_FILE).is_file()
 }
 
 impl ReceiptLog {
-    /// Opens the receipt directory `dir`; the log file must exist.
+    /// Opens the receipt directory `dir`; the log file must exist, plain or packed (the
+    /// plain one is read when both are there: packing removes it only once the packed
+    /// one is complete).
     pub fn open(dir: impl AsRef<Path>) -> Result<ReceiptLog, ReadError> {
         let dir = dir.as_ref().to_path_buf();
         let path = dir.join(LOG_FILE);
-        std::fs::metadata(&path).map_err(|source| ReadError::Io { path, source })?;
+        let packed = match std::fs::metadata(&path) {
+            Ok(_) => false,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && dir.join(PACKED_LOG_FILE).is_file() => {
+                true
+            }
+            Err(source) => return Err(ReadError::Io { path, source }),
+        };
         Ok(ReceiptLog {
             blobs: BlobStore::new(&dir),
             dir,
+            packed,
         })
+    }
+
+    /// Whether the log is packed (zstd at rest).
+    pub fn is_packed(&self) -> bool {
+        self.packed
     }
 
     /// The receipt directory.
@@ -116,9 +148,10 @@ impl ReceiptLog {
         &self.dir
     }
 
-    /// The log file.
+    /// The log file, plain or packed.
     pub fn log_path(&self) -> PathBuf {
-        self.dir.join(LOG_FILE)
+        self.dir
+            .join(if self.packed { PACKED_LOG_FILE } else { LOG_FILE })
     }
 
     /// The blob store beside the log.
@@ -134,8 +167,21 @@ impl ReceiptLog {
             path: path.clone(),
             source,
         })?;
+        let source: Box<dyn Read + Send> = if self.packed {
+            let decoder = zstd::stream::read::Decoder::new(file).map_err(|source| {
+                ReadError::Packed {
+                    path: path.clone(),
+                    line: 0,
+                    source,
+                }
+            })?;
+            Box::new(decoder)
+        } else {
+            Box::new(file)
+        };
         Ok(Entries {
-            reader: BufReader::with_capacity(1 << 20, file),
+            packed: self.packed,
+            reader: BufReader::with_capacity(1 << 20, source),
             path,
             line: 0,
             offset: 0,
@@ -154,14 +200,24 @@ impl ReceiptLog {
 }
 
 /// Iterator over the entries of a log; stops after the first error.
-#[derive(Debug)]
 pub struct Entries {
-    reader: BufReader<File>,
+    reader: BufReader<Box<dyn Read + Send>>,
+    packed: bool,
     path: PathBuf,
     line: u64,
     offset: u64,
     buf: Vec<u8>,
     done: bool,
+}
+
+impl std::fmt::Debug for Entries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entries")
+            .field("path", &self.path)
+            .field("line", &self.line)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Entries {
@@ -170,9 +226,17 @@ impl Entries {
         let read = (&mut self.reader)
             .take(MAX_LINE + 1)
             .read_until(b'\n', &mut self.buf)
-            .map_err(|source| ReadError::Io {
-                path: self.path.clone(),
-                source,
+            .map_err(|source| match self.packed {
+                // A damaged frame or checksum: the bytes at rest are not what was packed.
+                true => ReadError::Packed {
+                    path: self.path.clone(),
+                    line: self.line,
+                    source,
+                },
+                false => ReadError::Io {
+                    path: self.path.clone(),
+                    source,
+                },
             })?;
         let (line, offset) = (self.line + 1, self.offset);
         if read == 0 {

@@ -14,7 +14,7 @@ use crate::body::{CampaignStart, Seal};
 use crate::chain::VerifyError;
 use crate::digest::Digest;
 use crate::payload::{BlobRef, Payload, Stored};
-use crate::reader::LOG_FILE;
+use crate::reader::{LOG_FILE, PACKED_LOG_FILE};
 use crate::record::{Body, FORMAT_VERSION, Record};
 use crate::seal::make_seal;
 use crate::verify::{Recovery, recover};
@@ -126,6 +126,10 @@ impl ReceiptWriter {
         let dir = dir.as_ref();
         fs::create_dir_all(dir).map_err(io_error(dir))?;
         let path = dir.join(LOG_FILE);
+        let packed = dir.join(PACKED_LOG_FILE);
+        if packed.exists() {
+            return Err(WriteError::Exists { path: packed });
+        }
         let file = match OpenOptions::new().append(true).create_new(true).open(&path) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(WriteError::Exists { path });

@@ -28,6 +28,7 @@ fn code(error: &VerifyError) -> &'static str {
         VerifyError::Read(ReadError::LineTooLong { .. }) => "line_too_long",
         VerifyError::Read(ReadError::UnknownVersion { .. }) => "unknown_version",
         VerifyError::Read(ReadError::Record { .. }) => "bad_record",
+        VerifyError::Read(ReadError::Packed { .. }) => "packed",
         VerifyError::Seq { .. } => "seq",
         VerifyError::Prev { .. } => "prev",
         VerifyError::First { .. } => "first",

@@ -20,6 +20,9 @@ pub mod deploy;
 mod file;
 pub mod import;
 mod lock;
+mod pack;
+
+pub use pack::{PackSummary, pack_probes};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -646,6 +649,13 @@ async fn probe_member(campaign: &Campaign, dir: &Path, planned: Planned) -> Memb
         .ok()
         .filter(|r| r.seal.is_some());
     let (head, records) = sealed.map_or((None, 0), |r| (Some(r.head.to_string()), r.records));
+    if head.is_some() {
+        // At rest, compressed: the same chain, read in place by every reader. A probe whose
+        // receipts could not be packed keeps them plain, which reads the same.
+        if let Err(error) = vac_receipts::pack(&out) {
+            tracing::warn!("{}: receipts left unpacked: {error}", out.display());
+        }
+    }
     match outcome {
         Err(_) => member(
             &relative,

@@ -40,6 +40,11 @@ pub(crate) enum CampaignCommand {
     Compare(CampaignCompareArgs),
     /// Print the campaign file a campaign directory's chain recorded, byte for byte.
     Recorded(CampaignResumeArgs),
+    /// Compress every sealed probe's receipts under a campaign directory at rest (zstd,
+    /// `receipts.jsonl.zst` and `blobs/…/<hash>.zst`): the same chain, read in place by
+    /// `verify` and `report`. A campaign packs each probe as it ends; this packs receipts
+    /// an older vac left plain.
+    Pack(CampaignResumeArgs),
 }
 
 #[derive(Args)]
@@ -262,6 +267,18 @@ pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode>
                 return Ok(Exit::Usage.into());
             }
         },
+        CampaignCommand::Pack(args) => {
+            return match campaign::pack_probes(&args.dir) {
+                Ok(summary) => {
+                    print_packed(&summary);
+                    Ok(Exit::Clean.into())
+                }
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    Ok(Exit::CouldNotRun.into())
+                }
+            };
+        }
         CampaignCommand::Deploy(args) => {
             let loaded = match Campaign::load(&args.file) {
                 Ok(loaded) => loaded,
@@ -329,4 +346,21 @@ pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode>
         outcome.members.len()
     );
     Ok(outcome.exit().into())
+}
+
+fn print_packed(summary: &crate::campaign::PackSummary) {
+    let p = &summary.packed;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!(
+        "{} probe directories packed: log {:.1} → {:.1} MiB, {} blobs {:.1} → {:.1} MiB (packed now)",
+        summary.probes,
+        mib(p.log_bytes),
+        mib(p.packed_log_bytes),
+        p.blobs,
+        mib(p.blob_bytes),
+        mib(p.packed_blob_bytes)
+    );
+    for dir in &summary.unsealed {
+        println!("left plain, its log is not sealed: {}", dir.display());
+    }
 }

@@ -42,7 +42,7 @@ pub(crate) fn parse_format(
 
 pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let single =
-        args.dir.join(vac_receipts::LOG_FILE).is_file() && !crate::campaign::is_campaign(&args.dir);
+        vac_receipts::is_receipt_dir(&args.dir) && !crate::campaign::is_campaign(&args.dir);
     let mut exit = Exit::Clean;
     if single {
         match crate::probe::report(&args.dir) {

@@ -111,7 +111,7 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             Ok(campaign) => campaign,
             Err(error) => return usage(error.to_string()),
         };
-        if campaign.out.join(vac_receipts::LOG_FILE).is_file() {
+        if vac_receipts::is_receipt_dir(&campaign.out) {
             input = campaign.out.clone();
         } else {
             return static_of_campaign(&campaign, &args);

@@ -9,6 +9,31 @@ use serde_json::Value;
 
 pub const VAC: &str = env!("CARGO_BIN_EXE_vac");
 
+/// A file's bytes as written: a packed receipt file (`*.zst`) decoded, so that a search for
+/// a secret in it searches what was recorded, not the compressed bytes.
+pub fn unpacked(path: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if path.extension().is_some_and(|e| e == "zst") {
+        zstd::decode_all(bytes.as_slice()).expect("a packed file decodes")
+    } else {
+        bytes
+    }
+}
+
+/// The text of a receipt directory's log, plain or packed (a campaign packs its probes).
+pub fn log_text(dir: &Path) -> String {
+    let plain = dir.join(vac_receipts::LOG_FILE);
+    let bytes = match std::fs::read(&plain) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let packed = std::fs::File::open(dir.join(vac_receipts::PACKED_LOG_FILE))
+                .unwrap_or_else(|e| panic!("no receipt log in {}: {e}", dir.display()));
+            zstd::decode_all(packed).expect("a packed log decodes")
+        }
+    };
+    String::from_utf8(bytes).expect("a log is UTF-8")
+}
+
 /// Whether this process can run the privileged suites; elsewhere the test skips visibly,
 /// and under CI (`VAC_REQUIRE_PRIVILEGED`) a skip is a failure.
 pub fn privileged(test: &str) -> bool {
