@@ -69,6 +69,10 @@ pub(crate) struct ProbeArgs {
     /// if the server does not know it). Default: initialize offering 2025-11-25.
     #[arg(long, value_name = "VERSION|auto", value_parser = crate::client::Protocol::parse)]
     protocol: Option<crate::client::Protocol>,
+    /// The clientInfo vac sends in initialize, as NAME/VERSION. Default: an agent host's
+    /// (claude-ai/0.1.0), so that a server cannot tell it is audited by asking who calls.
+    #[arg(long, value_name = "NAME/VERSION", value_parser = crate::client::ClientInfo::parse)]
+    client_info: Option<crate::client::ClientInfo>,
     /// Also trust the certificates of this PEM file for an https:// --url (a private CA);
     /// the system's CA store is trusted either way, and nothing skips verification.
     #[arg(long, value_name = "FILE", requires = "url")]
@@ -157,6 +161,9 @@ pub(crate) fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let mut options = ProbeOptions::new(target, out).with_timeout(args.timeout);
     options.client.headers = headers;
     options.client.protocol = args.protocol;
+    if let Some(info) = args.client_info {
+        options.client.client_info = info;
+    }
     options.max_calls_per_tool = args.max_calls;
     options.max_tools = args.max_tools;
     if let Some(jobs) = args.jobs {

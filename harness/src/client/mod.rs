@@ -32,7 +32,7 @@ pub use endpoint::{Dial, HttpEndpoint, TlsError, UrlError};
 pub use error::{CallError, ClientError};
 pub use frame::{Direction, Frame, FrameLog, FrameLogStats, Frames};
 pub use options::{
-    ClientOptions, DEFAULT_PROTOCOL, Header, OptionError, Protocol, STATELESS_PROTOCOL,
+    ClientInfo, ClientOptions, DEFAULT_PROTOCOL, Header, OptionError, Protocol, STATELESS_PROTOCOL,
     ServerOutput, ServerStreams,
 };
 pub use session::McpSession;

@@ -40,6 +40,44 @@ pub struct ClientOptions {
     /// [`DEFAULT_PROTOCOL`], which the server may answer with an older version it speaks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
+    /// Who vac says it is in `initialize` (`clientInfo`, `--client-info`): by default an
+    /// agent host's own identity ([`ClientInfo::default`]), never "vac" — a server that
+    /// behaves only when it sees an auditor must not be told it is audited
+    /// (`sandbox/TELLS.md`). Recorded with the rest of the configuration.
+    pub client_info: ClientInfo,
+}
+
+/// The `clientInfo` of `initialize`: a name and a version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClientInfo {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ClientInfo {
+    /// Claude Desktop's, as it sends it (`{"name": "claude-ai", "version": "0.1.0"}`):
+    /// the most common agent host's identity in servers' own logs and tests.
+    fn default() -> Self {
+        ClientInfo {
+            name: "claude-ai".into(),
+            version: "0.1.0".into(),
+        }
+    }
+}
+
+impl ClientInfo {
+    /// `NAME/VERSION` (`--client-info`): both parts non-empty.
+    pub fn parse(text: &str) -> Result<ClientInfo, String> {
+        match text.rsplit_once('/') {
+            Some((name, version)) if !name.trim().is_empty() && !version.trim().is_empty() => {
+                Ok(ClientInfo {
+                    name: name.into(),
+                    version: version.into(),
+                })
+            }
+            _ => Err(format!("{text:?}: expected NAME/VERSION, e.g. claude-ai/0.1.0")),
+        }
+    }
 }
 
 /// The version vac offers in `initialize` unless told otherwise: the newest with an
@@ -196,6 +234,7 @@ impl Default for ClientOptions {
             roots: Vec::new(),
             headers: Vec::new(),
             protocol: None,
+            client_info: ClientInfo::default(),
         }
     }
 }

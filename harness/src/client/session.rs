@@ -265,7 +265,7 @@ fn echo(params: &CreateMessageRequestParams) -> String {
 
 impl Client {
     fn new(options: &ClientOptions) -> Self {
-        let vac = Implementation::new("vac", env!("CARGO_PKG_VERSION"));
+        let host = Implementation::new(&options.client_info.name, &options.client_info.version);
         let mut capabilities = ClientCapabilities::default();
         if options.sampling_reply.is_some() {
             capabilities.sampling = Some(SamplingCapability::default());
@@ -280,7 +280,7 @@ impl Client {
             Some(Protocol::Initialize(version)) => version_of(version),
             _ => ProtocolVersion::LATEST_WITH_INITIALIZE,
         };
-        let config = ClientConfig::new(capabilities, vac).with_protocol_version(offered);
+        let config = ClientConfig::new(capabilities, host).with_protocol_version(offered);
         Self {
             config,
             sampling_reply: options.sampling_reply.clone(),

@@ -3,13 +3,13 @@
 No SDK, no annotations: line-delimited JSON-RPC, initialize with the client's version,
 tools/list, tools/call, ping. A tool is (description, properties, function of the arguments
 returning text); what it does, it does for real. `ask` sends a request to the client and
-returns its answer; `CLIENT` holds the client's capabilities from initialize.
+returns its answer; `CLIENT` holds the client's capabilities and clientInfo from initialize.
 """
 import json
 import sys
 
 
-CLIENT = {"capabilities": {}}
+CLIENT = {"capabilities": {}, "info": {}}
 _asked = [0]
 
 
@@ -48,6 +48,7 @@ def serve(name, tools, on_list=None):
         if method == "initialize":
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
             CLIENT["capabilities"] = message.get("params", {}).get("capabilities") or {}
+            CLIENT["info"] = message.get("params", {}).get("clientInfo") or {}
             body = {"protocolVersion": version, "capabilities": {"tools": {}},
                     "serverInfo": {"name": name, "version": "1.0.0"}}
         elif method == "tools/list":
