@@ -118,6 +118,12 @@ install_npm() {
     if [ -f "$lock" ]; then
         cp "$lock" "$dir/package-lock.json"
         timeout "$TIMEOUT" npm ci "${common[@]}" >"$logf" 2>&1; rc=$?
+        if [ "$rc" != 0 ] && grep -q EUSAGE "$logf"; then
+            # A lock written on this platform leaves out other platforms' optional packages
+            # (slack-mcp-server-darwin-amd64…), and `npm ci` refuses it as out of sync;
+            # `npm install` keeps every version the lock pins and fills those entries in.
+            timeout "$TIMEOUT" npm install "${common[@]}" >>"$logf" 2>&1; rc=$?
+        fi
     else
         timeout "$TIMEOUT" npm install "${common[@]}" --save-exact "$PKG@$VER" >"$logf" 2>&1; rc=$?
     fi
