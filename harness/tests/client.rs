@@ -170,7 +170,9 @@ async fn normal_server_session_records_every_frame_both_ways() {
             "tools/call"
         ]
     );
-    assert_eq!(out[0]["params"]["clientInfo"]["name"], "vac");
+    // An agent host's identity, never vac's own (sandbox/TELLS.md).
+    assert_eq!(out[0]["params"]["clientInfo"]["name"], "claude-ai");
+    assert_eq!(out[0]["params"]["clientInfo"]["version"], "0.1.0");
     assert_eq!(out[0]["params"]["protocolVersion"], "2025-11-25");
 
     // The server's bytes as written, spacing included: recorded before anything parsed them.

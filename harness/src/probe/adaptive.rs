@@ -227,7 +227,7 @@ fn spans(
     let sent = |block: &Assessed| {
         let first = *block.calls.first()?;
         let call = shared.calls.iter().find(|c| c.index == first)?;
-        call.outcome.as_ref().ok().map(|o| o.requested_at)
+        call.window().map(|(requested, _)| requested)
     };
     let starts: Vec<_> = blocks.iter().map(sent).collect();
     (0..blocks.len())
@@ -335,6 +335,7 @@ mod tests {
                     repeat_state: Vec::new(),
                     revised: None,
                     answer: None,
+                    unanswered: None,
                     purpose: Purpose::Normal,
                     tool: (*tool).into(),
                     arguments: Default::default(),

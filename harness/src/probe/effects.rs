@@ -146,7 +146,7 @@ pub(crate) fn stamp_by_snapshots(
     // The first call made from `index` on (a retry slot not needed is no call).
     let sent = |index: usize| {
         let call = calls.iter().find(|c| c.index >= index)?;
-        call.outcome.as_ref().ok().map(|o| o.requested_at)
+        call.window().map(|(requested, _)| requested)
     };
     // Each block's first call: the one after the previous block's last.
     let mut first = calls.first().map(|c| c.index);
@@ -315,10 +315,8 @@ impl Windows<'_> {
             return (Attribution::Shutdown, Basis::AfterShutdown);
         }
         let timed = self.calls.iter().filter_map(|c| {
-            c.outcome
-                .as_ref()
-                .ok()
-                .map(|o| (c.index, o.requested_at, o.answered_at))
+            let (requested, ended) = c.window()?;
+            Some((c.index, requested, ended))
         });
         match timed.rev().find(|(_, requested, _)| *requested <= at) {
             Some((index, _, answered)) if at <= answered => {
@@ -645,6 +643,7 @@ mod tests {
             repeat_state: Vec::new(),
             revised: None,
             answer: None,
+            unanswered: None,
             purpose: super::super::vocab::Purpose::Normal,
             tool: "t".into(),
             arguments: Default::default(),
@@ -673,6 +672,37 @@ mod tests {
         assert_eq!(at(700), Attribution::AfterResponse(4));
         assert_eq!(at(900), Attribution::Shutdown);
         assert_eq!(at(50), Attribution::Unattributed);
+    }
+
+    /// A call the session failed under (the server exited or broke the protocol) still
+    /// owns what was written while it was pending; receipts older than its timing do not
+    /// time it, as before.
+    #[test]
+    fn a_write_before_the_session_failed_under_a_call_is_that_calls() {
+        let mut failed = call(5, 500, 0);
+        failed.outcome = Err("server closed its stdout during tools/call".into());
+        failed.unanswered = Some(super::super::vocab::Unanswered {
+            requested_at: Duration::from_millis(500),
+            failed_at: Duration::from_millis(520),
+        });
+        let calls = [call(4, 300, 400), failed.clone()];
+        let windows = Windows {
+            calls: &calls,
+            shutdown: None,
+        };
+        let at = |ms| windows.attribute(Duration::from_millis(ms)).0;
+        assert_eq!(at(510), Attribution::Call(5));
+        assert_eq!(at(600), Attribution::AfterResponse(5));
+        failed.unanswered = None;
+        let old = [call(4, 300, 400), failed];
+        let windows = Windows {
+            calls: &old,
+            shutdown: None,
+        };
+        assert_eq!(
+            windows.attribute(Duration::from_millis(510)).0,
+            Attribution::AfterResponse(4)
+        );
     }
 
     /// A change outside the watched lab gets the send time of the first call of each block

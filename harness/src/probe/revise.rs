@@ -805,6 +805,7 @@ mod tests {
             repeat_state: Vec::new(),
             revised: None,
             answer: None,
+            unanswered: None,
         }
     }
 }

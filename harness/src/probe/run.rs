@@ -616,7 +616,12 @@ async fn converse(
                 }
                 None => Default::default(),
             };
+            let requested_at = session.frame_log().elapsed();
             let outcome = session.call_tool(&call.tool, call.arguments.clone()).await;
+            let unanswered = outcome.is_err().then(|| super::vocab::Unanswered {
+                requested_at,
+                failed_at: session.frame_log().elapsed(),
+            });
             let failed = outcome
                 .as_ref()
                 .err()
@@ -640,6 +645,7 @@ async fn converse(
                 repeat_state: Vec::new(),
                 revised,
                 answer,
+                unanswered,
             });
             if let Some(running) = repeat {
                 settler.settle().await;

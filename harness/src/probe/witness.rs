@@ -297,6 +297,7 @@ mod tests {
             repeat_state: Vec::new(),
             revised: None,
             answer: None,
+            unanswered: None,
             purpose,
             tool: "open_note".into(),
             arguments: json!({"path": path}).as_object().unwrap().clone(),

@@ -137,6 +137,30 @@ pub(crate) struct CallRecord {
     /// judged by `isError` alone ([`CallRecord::answer`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) answer: Option<Answer>,
+    /// A call the session failed under (the server exited, sent a line over the cap, broke
+    /// the protocol): when it was sent and when the failure was seen, on the frame log's
+    /// clock, so that what it did before the server died is still its own. Absent in
+    /// receipts older than it, whose failed calls own nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unanswered: Option<Unanswered>,
+}
+
+/// When a call without an outcome was sent, and when its session's failure was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Unanswered {
+    pub(crate) requested_at: std::time::Duration,
+    pub(crate) failed_at: std::time::Duration,
+}
+
+impl CallRecord {
+    /// When the call was sent and when it ended: its answer (or timeout), or the failure
+    /// of the session under it.
+    pub(crate) fn window(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        match &self.outcome {
+            Ok(outcome) => Some((outcome.requested_at, outcome.answered_at)),
+            Err(_) => self.unanswered.map(|u| (u.requested_at, u.failed_at)),
+        }
+    }
 }
 
 /// Judges a call's outcome: no answer, a JSON-RPC error, or its result as
