@@ -334,16 +334,21 @@ for line in sys.stdin:
     )
 }
 
-/// What a probe could leave on the host and must not: mounts in the host's table, entries
-/// under the places vac and its servers write (`/run/vac`, `/tmp`, `/dev/shm`, `/root`,
-/// `/home`), and the inotify watches any process holds. (The kernel keyrings have their
-/// own suite, `sandbox/tests/hostile_keyrings.rs`: a key goes with no event to wait on.)
+/// What a probe could leave on the host and must not, as seen before and after it: mounts in
+/// the host's table, entries directly under the places vac and its servers write
+/// (`/run/vac`, `/tmp`, `/dev/shm`, `/root`, `/home`), and the cgroups vac makes. Only what
+/// the probe could have caused is held against it ([`HostState::assert_nothing_caused`]),
+/// so that other work on the machine (another vac, a build writing `/tmp`) cannot fail the
+/// check, and a real escape still does. (The kernel keyrings have their own suite,
+/// `sandbox/tests/hostile_keyrings.rs`: a key goes with no event to wait on.)
 #[derive(Debug)]
 pub struct HostState {
     mounts: std::collections::BTreeSet<String>,
     entries: std::collections::BTreeSet<PathBuf>,
-    inotify_watches: usize,
 }
+
+/// The places where vac keeps a run's state on the host: its run directory and cgroups.
+const VAC_STATE: [&str; 2] = ["/run/vac", "/sys/fs/cgroup"];
 
 /// The host as this test process sees it now (it is in the host's mount namespace).
 pub fn host_state() -> HostState {
@@ -357,47 +362,126 @@ pub fn host_state() -> HostState {
         .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
         .map(|entry| entry.path())
         .collect();
-    let inotify_watches = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|p| p.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .flat_map(|p| {
-            std::fs::read_dir(p.path().join("fdinfo"))
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .filter_map(|fd| std::fs::read_to_string(fd.path()).ok())
-        .map(|info| {
-            info.lines()
-                .filter(|l| l.starts_with("inotify wd:"))
-                .count()
-        })
-        .sum();
-    HostState {
-        mounts,
-        entries,
-        inotify_watches,
+    HostState { mounts, entries }
+}
+
+/// What a probe's receipts say it could have left on the host: the ids of its runs (vac's
+/// run directories and cgroups are named by them), and each path its server wrote inside
+/// the sandbox with the digest of what it wrote (the same path on the host holding the
+/// same bytes is an escape).
+#[derive(Debug, Default)]
+pub struct Caused {
+    pub runs: Vec<String>,
+    pub writes: Vec<(PathBuf, Option<String>)>,
+}
+
+/// [`Caused`] read from a receipt directory (sealed or not: a torn tail ends the reading).
+pub fn caused(receipts: &Path) -> Caused {
+    let mut caused = Caused::default();
+    let Ok(log) = vac_receipts::ReceiptLog::open(receipts) else {
+        return caused;
+    };
+    let Ok(entries) = log.entries() else {
+        return caused;
+    };
+    for entry in entries.map_while(Result::ok) {
+        let record = serde_json::to_value(&entry.record).expect("a record serialises");
+        let body = &record["body"];
+        match record["kind"].as_str() {
+            Some("run_start") => caused.runs.extend(body["run_id"].as_str().map(str::to_owned)),
+            Some("event") if body["event"]["type"] == "fs_change" => {
+                let change = &body["event"]["change"];
+                let path = change["path"].as_str().or(change["to"].as_str());
+                let digest = change["new"]["blake3"]
+                    .as_str()
+                    .or(change["digest"]["blake3"].as_str());
+                if let Some(path) = path {
+                    caused.writes.push((PathBuf::from(path), digest.map(str::to_owned)));
+                }
+            }
+            _ => {}
+        }
     }
+    caused
 }
 
 impl HostState {
-    /// Nothing new since `before`: no mount, no entry but the test's own (`own`), no more
-    /// inotify watches. (Things may have gone: a vac start sweeps what a killed one left.)
-    pub fn assert_nothing_new_since(&self, before: &HostState, own: &[&Path]) {
-        let mounts: Vec<&String> = self.mounts.difference(&before.mounts).collect();
+    /// Nothing the probe caused is left since `before`, but the test's own entries (`own`):
+    /// no mount, run directory or cgroup of its runs (every mount under `/run/vac` a run of
+    /// its own), no new entry named as a place its server wrote (`~/.ssh` for
+    /// `/root/.ssh/id_rsa`), no host file holding what its server wrote, and no new mount
+    /// outside vac's run directories. (Things may have gone: a vac start sweeps what a
+    /// killed one left.)
+    pub fn assert_nothing_caused(&self, before: &HostState, own: &[&Path], caused: &Caused) {
+        let ours = |text: &str| caused.runs.iter().any(|run| text.contains(run.as_str()));
+        let mounts: Vec<&String> = self
+            .mounts
+            .difference(&before.mounts)
+            .filter(|m| !m.contains("/run/vac/") || ours(m))
+            .collect();
         assert!(mounts.is_empty(), "mounts left on the host: {mounts:#?}");
+        // The first component below each place a server write lands in, as the host names it.
+        let targeted: std::collections::BTreeSet<PathBuf> = caused
+            .writes
+            .iter()
+            .filter_map(|(path, _)| {
+                let place = ["/tmp", "/dev/shm", "/root", "/home"]
+                    .into_iter()
+                    .find(|p| path.starts_with(p))?;
+                let below = path.strip_prefix(place).ok()?.components().next()?;
+                Some(Path::new(place).join(below))
+            })
+            .collect();
         let entries: Vec<&PathBuf> = self
             .entries
             .difference(&before.entries)
             .filter(|path| !own.iter().any(|own| path.starts_with(own)))
+            .filter(|path| {
+                let text = path.to_string_lossy();
+                match path.starts_with("/run/vac") {
+                    true => ours(&text),
+                    false => targeted.contains(*path),
+                }
+            })
             .collect();
         assert!(entries.is_empty(), "files left on the host: {entries:#?}");
-        assert!(
-            self.inotify_watches <= before.inotify_watches,
-            "inotify watches on the host went from {} to {}",
-            before.inotify_watches,
-            self.inotify_watches
-        );
+        for (path, digest) in &caused.writes {
+            let Some(digest) = digest else { continue };
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            assert_ne!(
+                vac_receipts::Digest::of(&bytes).to_string(),
+                *digest,
+                "{} on the host holds what the server wrote in the sandbox",
+                path.display()
+            );
+        }
+        for run in &caused.runs {
+            for root in VAC_STATE {
+                let left = cgroups_named(Path::new(root), run);
+                assert!(left.is_empty(), "{run} left on the host: {left:#?}");
+            }
+        }
     }
+}
+
+/// Directories named `name` at most three levels below `root` (a run's cgroup in each
+/// hierarchy: `/sys/fs/cgroup/<controller>/vac/<run>`; a run directory `/run/vac/<run>`).
+fn cgroups_named(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![root.to_path_buf()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for dir in level {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if entry.file_name().to_string_lossy() == name {
+                    found.push(path);
+                } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    next.push(path);
+                }
+            }
+        }
+        level = next;
+    }
+    found
 }
