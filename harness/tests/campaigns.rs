@@ -633,3 +633,47 @@ fn resume_while_the_run_still_writes_is_refused_and_the_chain_still_verifies() {
     );
     assert_eq!(members(&dir).len(), 2);
 }
+
+/// A slow target holds back the member records after it (they are written in plan order),
+/// never the other slots: with two jobs, the fast targets planned after it run and end
+/// while it is still running. (`buffered` refilled a slot only once every earlier probe had
+/// ended, so one slow server left a campaign one probe at a time.)
+#[test]
+fn a_slow_target_holds_back_records_not_the_other_slots() {
+    if !common::privileged("a_slow_target_holds_back_records_not_the_other_slots") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // Every start of it waits three seconds before it answers initialize.
+    let slow = tmp.path().join("slow.py");
+    let server = common::python_server(
+        "slow",
+        "import time\ndef tools(m):\n    return {\"tools\": [{\"name\": \"nap\", \"inputSchema\": {\"type\": \"object\"}}]}\ntime.sleep(3)",
+        "pass",
+    );
+    std::fs::write(&slow, server).unwrap();
+    let text = format!(
+        "name = \"slots\"\nseed = 7\njobs = 2\nout = \"runs/slots\"\n\n\
+         [[target]]\nid = \"a-slow\"\ncommand = [\"/usr/bin/python3\", \"{}\"]\n\n\
+         [[target]]\nid = \"b-fast\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n\
+         [[target]]\nid = \"c-fast\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n",
+        slow.display()
+    );
+    let output = run_file(tmp.path(), "slots", &text);
+    assert!(output.status.code().is_some_and(|c| c == 0 || c == 1), "{output:?}");
+    let dir = tmp.path().join("runs/slots");
+    let targets: Vec<String> = members(&dir)
+        .iter()
+        .map(|m| m["target"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(targets, ["a-slow", "b-fast", "c-fast"], "records in plan order");
+    // When each probe was sealed: its log's last record.
+    let sealed = |id: &str| {
+        let log = vac_receipts::ReceiptLog::open(dir.join(id).join("rep-1")).unwrap();
+        log.entries().unwrap().last().unwrap().unwrap().record.ts
+    };
+    assert!(
+        sealed("c-fast") < sealed("a-slow"),
+        "the third target waited for the slow first one to end"
+    );
+}

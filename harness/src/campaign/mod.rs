@@ -518,9 +518,12 @@ async fn execute(
         bar.set_position(kept as u64);
         bar
     });
-    // Up to `jobs` probes at once; `buffered` hands them back in plan order.
-    let mut results = futures_util::stream::iter(todo.iter().copied())
-        .map(|p| {
+    // Up to `jobs` probes at once, each slot refilled as soon as its probe ends; their
+    // member records are written in plan order, each once every earlier one is (a slow
+    // probe holds back records, never the other slots: `buffered` held them too, and one
+    // 30-minute server left a campaign one probe at a time).
+    let mut results = futures_util::stream::iter(todo.iter().copied().enumerate())
+        .map(|(at, p)| {
             let flying = &flying;
             let bar = bar.as_ref();
             async move {
@@ -530,40 +533,24 @@ async fn execute(
                 }
                 let member = probe_member(campaign, dir, p).await;
                 flying.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                member
+                (at, member)
             }
         })
-        .buffered(campaign.jobs.max(1));
-    while let Some(member) = results.next().await {
-        writer
-            .append(Body::Member(member.clone()))
-            .map_err(|source| RunError::Receipts {
-                dir: dir.to_path_buf(),
-                source,
-            })?;
-        members.push(member);
-        if let Some(bar) = &bar {
-            let m = members.last().expect("pushed");
-            bar.inc(1);
-            bar.set_message(format!(
-                "{} in flight · last {} rep {}: {}",
-                flying.load(std::sync::atomic::Ordering::Relaxed),
-                m.target,
-                m.repetition,
-                m.status
-            ));
-        }
-        if progress == Progress::Lines {
-            let m = members.last().expect("pushed");
-            eprintln!(
-                "[{}/{total}] {} rep {}: {} (exit {}) {:.0?}",
-                members.len(),
-                m.target,
-                m.repetition,
-                m.status,
-                m.exit,
-                started.elapsed()
-            );
+        .buffer_unordered(campaign.jobs.max(1));
+    let mut ended: std::collections::BTreeMap<usize, Member> = Default::default();
+    let mut next = 0;
+    while let Some((at, member)) = results.next().await {
+        ended.insert(at, member);
+        while let Some(member) = ended.remove(&next) {
+            next += 1;
+            record_member(
+                &mut writer,
+                dir,
+                member,
+                &mut members,
+                (bar.as_ref(), progress, total, started),
+                &flying,
+            )?;
         }
     }
     drop(results);
@@ -580,6 +567,52 @@ async fn execute(
         kept,
         cut,
     })
+}
+
+/// Appends a finished probe's member record to the campaign chain and tells the user.
+fn record_member(
+    writer: &mut ReceiptWriter,
+    dir: &Path,
+    member: Member,
+    members: &mut Vec<Member>,
+    (bar, progress, total, started): (
+        Option<&indicatif::ProgressBar>,
+        Progress,
+        usize,
+        std::time::Instant,
+    ),
+    flying: &std::sync::atomic::AtomicUsize,
+) -> Result<(), RunError> {
+    writer
+        .append(Body::Member(member.clone()))
+        .map_err(|source| RunError::Receipts {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    members.push(member);
+    let m = members.last().expect("pushed");
+    if let Some(bar) = bar {
+        bar.inc(1);
+        bar.set_message(format!(
+            "{} in flight · last {} rep {}: {}",
+            flying.load(std::sync::atomic::Ordering::Relaxed),
+            m.target,
+            m.repetition,
+            m.status
+        ));
+    }
+    if progress == Progress::Lines {
+        eprintln!(
+            "[{}/{total}] {} rep {}: {} (exit {}) {:.0?}",
+            members.len(),
+            m.target,
+            m.repetition,
+            m.status,
+            m.exit,
+            started.elapsed()
+        );
+    }
+    Ok(())
 }
 
 /// The options of a probe of `target` (reached as `kind`, receipts into `out`): the
