@@ -35,9 +35,17 @@ fn log_peak_memory() {
 /// first, while vac has one thread. Without root there is nothing to mount (the sandbox
 /// says so when asked to run); should it fail as root, runs still clean up after
 /// themselves and a later start sweeps what a killed vac left.
+///
+/// First of all, still in the host's namespace, the sweeper starts: if vac dies before its
+/// runs' teardown (SIGKILL), it removes their run directories and cgroups at once.
 fn keep_mounts_off_the_host() {
     if !nix::unistd::geteuid().is_root() {
         return;
+    }
+    let (default_root, cgroup_root) = vac_sandbox::default_roots();
+    let run_root = vac_harness::probe::run_root_from_env().unwrap_or(default_root);
+    if let Err(error) = vac_sandbox::start_sweeper(&run_root, &cgroup_root) {
+        tracing::warn!(%error, "no sweeper: a killed vac's runs wait for the next start");
     }
     if let Err(error) = vac_sandbox::own_mount_namespace() {
         tracing::warn!(%error, "run mounts stay in the host's mount namespace");

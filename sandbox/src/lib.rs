@@ -40,6 +40,7 @@ mod rundir;
 mod sandbox;
 pub mod serde_path;
 mod stages;
+mod sweeper;
 mod sys;
 mod teardown;
 mod witness;
@@ -63,6 +64,7 @@ pub use procs::{
 };
 pub use rundir::{RunDirError, own_mount_namespace};
 pub use sandbox::{RunAs, Running, Sandbox, SandboxBuilder, Stopped};
+pub use sweeper::{default_roots, start_sweeper};
 pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,

@@ -32,14 +32,7 @@ use crate::limits::Limits;
 /// A namespace belongs to a thread: call this while the process has only one (before any
 /// runtime starts), or the other threads would go on mounting on the host. Needs root.
 pub fn own_mount_namespace() -> Result<(), RunDirError> {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let threads = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|n| n.trim().parse::<u64>().ok());
-    if threads != Some(1) {
-        return Err(RunDirError::Threads { threads });
-    }
+    one_thread()?;
     let error = |what| {
         move |source| RunDirError::Mount {
             what,
@@ -57,6 +50,20 @@ pub fn own_mount_namespace() -> Result<(), RunDirError> {
         None::<&str>,
     )
     .map_err(error("keep its mounts off the host (make / a slave)"))
+}
+
+/// Whether the process has exactly one thread (what a namespace change or a fork of the
+/// whole process needs).
+pub(crate) fn one_thread() -> Result<(), RunDirError> {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    match threads {
+        Some(1) => Ok(()),
+        _ => Err(RunDirError::Threads { threads }),
+    }
 }
 
 /// A run directory that could not be prepared or removed.
@@ -312,7 +319,13 @@ const OWNER_SUFFIX: &str = ".owner";
 fn owner_stamp(pid: u32) -> Option<String> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which may itself hold spaces and parentheses.
-    let start = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    // A process that has died and is not yet reaped (a zombie) owns nothing any more: the
+    // sweeper hears of vac's death before vac's parent reaps it.
+    if matches!(fields.next(), Some("Z" | "X")) {
+        return None;
+    }
+    let start = fields.nth(18)?;
     Some(format!("{pid} {start}"))
 }
 

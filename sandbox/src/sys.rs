@@ -23,6 +23,25 @@ pub(crate) fn fork() -> Result<ForkResult, Errno> {
     unsafe { nix::unistd::fork() }
 }
 
+/// Forks a process that has one thread (checked by the caller): the child is a whole copy,
+/// free to allocate, log and run ordinary code.
+pub(crate) fn fork_alone() -> Result<ForkResult, Errno> {
+    // SAFETY: the only caller (`sweeper::start_sweeper`) checks first that the process has
+    // one thread, so no lock can be held by a thread the child lacks; the child runs
+    // ordinary single-threaded code and ends in `_exit`.
+    unsafe { nix::unistd::fork() }
+}
+
+/// Points standard input, output and error at `/dev/null` (a process that must not hold
+/// its parent's streams open).
+pub(crate) fn silence_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for target in 0..=2 {
+            let _ = dup_onto(null.as_raw_fd(), target);
+        }
+    }
+}
+
 /// Takes ownership of a descriptor number that the caller knows is open and unowned.
 pub(crate) fn adopt_fd(fd: RawFd) -> OwnedFd {
     // SAFETY: callers pass descriptors they placed at fixed numbers themselves (dup2 in a

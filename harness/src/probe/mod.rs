@@ -78,7 +78,8 @@ pub struct ProbeOptions {
     pub max_calls: usize,
     pub seed: u64,
     pub limits: Limits,
-    /// Host directory for run directories (default: the sandbox's).
+    /// Host directory for run directories: `VAC_RUN_ROOT` when set, else the sandbox's
+    /// (`/run/vac`). vac's sweeper (`main.rs`) watches the same one.
     pub run_root: Option<PathBuf>,
     /// A written contract; without one, the contract is derived as `derivation` says.
     pub contract: Option<ContractSource>,
@@ -177,7 +178,7 @@ impl ProbeOptions {
                 wall_clock: Duration::from_secs(300),
                 ..Limits::default()
             },
-            run_root: None,
+            run_root: run_root_from_env(),
             contract: None,
             derivation: Derivation::default(),
             inputs: inputs::Inputs::default(),
@@ -1125,6 +1126,14 @@ fn nonce() -> Result<String, ProbeError> {
 /// The clauses graded today, for reports.
 pub fn clauses() -> Vec<&'static str> {
     graded_clauses().map(|c| c.as_str()).collect()
+}
+
+/// `VAC_RUN_ROOT`, where run directories go when it is set (an absolute path; the sandbox
+/// refuses any other when a run starts).
+pub fn run_root_from_env() -> Option<PathBuf> {
+    std::env::var_os("VAC_RUN_ROOT")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 #[cfg(test)]
