@@ -68,6 +68,7 @@ pub use sweeper::{default_roots, start_sweeper};
 pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,
-    OverlayWitness, SelfTest, UpperSnapshot, WitnessError, WitnessReport, layer_states,
+    OverlayWitness, SPENT_HASH_CAP, SelfTest, UpperSnapshot, WALK_HASH_BUDGET, WitnessError,
+    WitnessReport, layer_states,
     read_beneath, upper_snapshot,
 };

@@ -26,13 +26,25 @@ use crate::sys;
 pub struct FileDigest {
     pub size: u64,
     pub blake3: String,
-    /// The hash covers only the first [`HASH_CAP`] bytes.
+    /// The hash covers only the file's first bytes: [`HASH_CAP`] of them, or `hashed`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// How many bytes the hash covers, when fewer than [`HASH_CAP`]: the walk had spent its
+    /// [`WALK_HASH_BUDGET`] and hashed each further file's first [`SPENT_HASH_CAP`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashed: Option<u64>,
 }
 
 /// Bytes of one file the witness hashes at most.
 pub const HASH_CAP: u64 = 64 << 20;
+
+/// Bytes, holes included (a hole is hashed as the zeros it reads as), that one walk hashes
+/// at [`HASH_CAP`] a file; past them each file's first [`SPENT_HASH_CAP`] bytes. Without it
+/// 60,000 sparse files of a gigabyte each cost 60,000 × 64 MiB of hashing: forty minutes.
+pub const WALK_HASH_BUDGET: u64 = 4 << 30;
+
+/// Bytes of a file hashed once a walk's [`WALK_HASH_BUDGET`] is spent.
+pub const SPENT_HASH_CAP: u64 = 64 << 10;
 
 /// What kind of node a path held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -224,6 +236,7 @@ pub struct OverlayWitness {
     upper: PathBuf,
     lowers: Vec<PathBuf>,
     marker: Option<Marker>,
+    hash_budget: u64,
 }
 
 impl OverlayWitness {
@@ -233,7 +246,14 @@ impl OverlayWitness {
             upper: upper.into(),
             lowers,
             marker: None,
+            hash_budget: WALK_HASH_BUDGET,
         }
+    }
+
+    /// Bytes the walk hashes at [`HASH_CAP`] a file (default [`WALK_HASH_BUDGET`]).
+    pub fn hash_budget(mut self, bytes: u64) -> Self {
+        self.hash_budget = bytes;
+        self
     }
 
     /// The marker the walk must find for the self-test to pass.
@@ -252,6 +272,7 @@ impl OverlayWitness {
             deleted_files: Vec::new(),
             visited: 0,
             incomplete: None,
+            hash_left: self.hash_budget,
         };
         let upper = File::open(&self.upper).and_then(|upper| match upper.metadata()?.is_dir() {
             true => Ok(upper),
@@ -287,6 +308,7 @@ impl OverlayWitness {
             size: marker.content.len() as u64,
             blake3: blake3::hash(&marker.content).to_hex().to_string(),
             partial: false,
+            hashed: None,
         };
         let found = changes.iter().position(|c| {
             matches!(c, FsChange::Created { path, digest: Some(d), .. } if *path == marker.path && *d == expected)
@@ -363,6 +385,8 @@ struct Walk<'w> {
     deleted_files: Vec<(usize, u64, PathBuf)>,
     visited: u64,
     incomplete: Option<Incomplete>,
+    /// What is left of [`WALK_HASH_BUDGET`].
+    hash_left: u64,
 }
 
 /// Opens `name` in the directory `dir` without following a symbolic link at it.
@@ -464,11 +488,19 @@ impl Walk<'_> {
                 self.dir(&dir, &below, &path, depth + 1);
             }
             NodeKind::File => {
-                let new = digest_at(parent, name)?;
+                // The old and the new content of one file are hashed to the same cap, so
+                // that equal content has equal digests.
+                let cap = match self.hash_left {
+                    0 => SPENT_HASH_CAP,
+                    _ => HASH_CAP,
+                };
+                let new = digest_at(parent, name, cap)?;
+                self.hash_left = self.hash_left.saturating_sub(new.size.min(cap));
                 match &same_kind_lower {
                     Some((layer, old_meta)) => {
                         let lower = lowers[*layer].as_ref().ok_or(Errno::ENOENT)?;
-                        let old = digest_at(lower, name)?;
+                        let old = digest_at(lower, name, cap)?;
+                        self.hash_left = self.hash_left.saturating_sub(old.size.min(cap));
                         if old != new {
                             let truncated = new.size < old.size
                                 && !new.partial
@@ -616,21 +648,22 @@ fn is_whiteout(dir: &File, name: &OsStr, meta: &fs::Metadata) -> Result<bool, Er
     Ok(false)
 }
 
-/// The digest of the regular file `name` in `dir` ([`HASH_CAP`] bytes at most).
-fn digest_at(dir: &File, name: &OsStr) -> Result<FileDigest, Errno> {
+/// The digest of the regular file `name` in `dir` (`cap` bytes at most).
+fn digest_at(dir: &File, name: &OsStr, cap: u64) -> Result<FileDigest, Errno> {
     let file = open_at(dir, name, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
-    digest_of(file).map_err(|e| errno_of(&e))
+    digest_of(file, cap).map_err(|e| errno_of(&e))
 }
 
 /// The digest of the first [`HASH_CAP`] bytes of `file`'s content, holes read as the zeros
 /// they hold: only the data the file really has is read (`SEEK_DATA`/`SEEK_HOLE`), so a
 /// hostile sparse file of 2^62 bytes costs no read at all.
-fn digest_of(file: File) -> io::Result<FileDigest> {
+fn digest_of(file: File, cap: u64) -> io::Result<FileDigest> {
     let size = file.metadata()?.len();
     Ok(FileDigest {
         size,
-        blake3: hash_upto(&file, size.min(HASH_CAP))?,
-        partial: size > HASH_CAP,
+        blake3: hash_upto(&file, size.min(cap))?,
+        partial: size > cap,
+        hashed: (cap < HASH_CAP && size > cap).then_some(cap),
     })
 }
 
@@ -712,7 +745,7 @@ fn read_range(
 
 fn digest(path: &Path) -> Result<FileDigest, WitnessError> {
     let file = File::open(path).map_err(io_at(path))?;
-    digest_of(file).map_err(io_at(path))
+    digest_of(file, HASH_CAP).map_err(io_at(path))
 }
 
 /// What one path holds in a run's upper layer at one moment, read while the program may
@@ -812,11 +845,16 @@ pub type UpperSnapshot = std::collections::BTreeMap<PathBuf, (u64, i64, i64, u32
 /// never blocking. `None` for anything else (absent, a link on the way, not a regular file).
 pub fn read_beneath(layer: &File, path: &Path, cap: u64) -> Option<Vec<u8>> {
     let file = sys::open_beneath(layer, &relative(path)).ok()?;
-    if !file.metadata().ok()?.is_file() {
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
         return None;
     }
-    let mut bytes = Vec::new();
+    // Sized to what will be read: a growing vector held up to twice its length, and
+    // thousands of kept contents held that twice.
+    let expected = usize::try_from(meta.len().min(cap)).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(expected);
     io::Read::read_to_end(&mut io::Read::take(file, cap), &mut bytes).ok()?;
+    bytes.shrink_to_fit();
     Some(bytes)
 }
 
@@ -867,6 +905,7 @@ fn layer_state(root: &File, path: &Path) -> LayerState {
                 size: meta.len(),
                 blake3: hasher.finalize().to_hex().to_string(),
                 partial: meta.len() > HASH_CAP,
+                hashed: None,
             },
             mode,
         },

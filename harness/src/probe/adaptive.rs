@@ -373,6 +373,7 @@ mod tests {
                     size: 1,
                     blake3: blake3::hash(b"x").to_hex().to_string(),
                     partial: false,
+                    hashed: None,
                 }),
                 mode: 0o644,
             },

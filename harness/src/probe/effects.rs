@@ -181,17 +181,19 @@ fn read_capped(layer: &std::fs::File, path: &Path) -> Option<Vec<u8>> {
 /// A subject change that the control run did not explain, with the control's version of
 /// the same path when there was one (a log both append to).
 #[derive(Debug, Clone)]
-pub(crate) struct Attributable {
-    pub(crate) observed: ObservedChange,
-    pub(crate) control: Option<ObservedChange>,
+pub(crate) struct Attributable<'a> {
+    pub(crate) observed: &'a ObservedChange,
+    pub(crate) control: Option<&'a ObservedChange>,
 }
 
 /// Splits a subject run's changes into attributable ones and those the control run made
 /// identically (same class, normalised path and resulting content).
-pub(crate) fn subtract(
-    subject: &[ObservedChange],
-    control: &[ObservedChange],
-) -> (Vec<Attributable>, Vec<ObservedChange>) {
+/// Borrowed, not copied: a change holds up to [`CONTENT_CAP`] of content, and a run of
+/// thousands of written files would hold it twice.
+pub(crate) fn subtract<'a>(
+    subject: &'a [ObservedChange],
+    control: &'a [ObservedChange],
+) -> (Vec<Attributable<'a>>, Vec<&'a ObservedChange>) {
     let mut attributable = Vec::new();
     let mut subtracted = Vec::new();
     // The first control change of each key, as a search in order would find it.
@@ -203,11 +205,11 @@ pub(crate) fn subtract(
         let twin = by_key.get(&key(&observed.change)).copied();
         match twin {
             Some(twin) if fingerprint(&twin.change) == fingerprint(&observed.change) => {
-                subtracted.push(observed.clone())
+                subtracted.push(observed)
             }
             twin => attributable.push(Attributable {
-                observed: observed.clone(),
-                control: twin.cloned(),
+                observed,
+                control: twin,
             }),
         }
     }
@@ -365,7 +367,7 @@ pub(crate) fn to_effects(item: &Attributable, windows: &Windows, run_id: &str) -
     };
     let mut effects = Vec::new();
     for (attribution, basis) in attributions(&observed.writes, windows) {
-        let mut write = detail(observed, item.control.as_ref());
+        let mut write = detail(observed, item.control);
         write.origin = Origin {
             run: Some(run_id.to_owned()),
             attribution: Some(basis),
@@ -569,6 +571,7 @@ mod tests {
             size: content.len() as u64,
             blake3: blake3::hash(content).to_hex().to_string(),
             partial: false,
+            hashed: None,
         };
         ObservedChange {
             change: FsChange::Created {
@@ -621,7 +624,7 @@ mod tests {
         let (attributable, subtracted) = subtract(&subject, &control);
         assert_eq!(subtracted.len(), 1);
         assert_eq!(attributable.len(), 1);
-        let detail = detail(&attributable[0].observed, attributable[0].control.as_ref());
+        let detail = detail(attributable[0].observed, attributable[0].control);
         assert_eq!(detail.excerpt.as_deref(), Some("read notes/a.md\n"));
         assert_eq!(detail.excerpt_offset, Some(8));
     }

@@ -118,59 +118,49 @@ pub(crate) enum Event {
 /// One event and the bytes it refers to.
 pub(crate) type Recorded = (Event, Vec<Vec<u8>>);
 
-/// A finished run as events, in the order they are recorded.
-pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
-    let plain = |event| (event, Vec::new());
-    let mut out = Vec::new();
-    if let Some(visibility) = &output.visibility {
-        out.push(plain(Event::Visibility(visibility.clone())));
+/// A finished run as events, in the order they are recorded: made one at a time as the
+/// recorder takes them, so that a run of 60,000 written files never holds them all, and
+/// their contents, twice.
+pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ {
+    fn plain(event: Event) -> Recorded {
+        (event, Vec::new())
     }
-    if let Some(version) = &output.protocol_version {
-        out.push(plain(Event::Session {
-            protocol_version: version.clone(),
-            server: output.server.clone(),
-        }));
-    }
-    if let Some(tools) = &output.tools {
-        out.push(plain(manifest(Phase::Initial, tools)));
-    }
-    if let Some(surface) = &output.surface {
-        out.push(plain(Event::Surface {
+    let opening = [
+        output.visibility.clone().map(Event::Visibility),
+        output
+            .protocol_version
+            .as_ref()
+            .map(|version| Event::Session {
+                protocol_version: version.clone(),
+                server: output.server.clone(),
+            }),
+        output.tools.as_ref().map(|tools| manifest(Phase::Initial, tools)),
+        output.surface.as_ref().map(|surface| Event::Surface {
             phase: Phase::Initial,
             surface: surface.clone(),
-        }));
-    }
-    out.extend(
-        output
-            .surface_reads
-            .iter()
-            .cloned()
-            .map(Event::SurfaceRead)
-            .map(plain),
-    );
-    out.extend(output.calls.iter().cloned().map(Event::Call).map(plain));
-    out.extend(output.asked.iter().cloned().map(Event::Asked).map(plain));
-    match &output.later_tools {
-        Some(Ok(tools)) => out.push(plain(Event::Manifest {
-            phase: Phase::AfterCalls,
-            tools: tools.clone(),
-            malformed: Vec::new(),
-            pages: 0,
-            complete: true,
-        })),
-        Some(Err(error)) => out.push(plain(Event::ManifestFailed {
-            phase: Phase::AfterCalls,
-            error: error.clone(),
-        })),
-        None => {}
-    }
-    if let Some(surface) = &output.later_surface {
-        out.push(plain(Event::Surface {
+        }),
+    ];
+    let later = || {
+        let tools = output.later_tools.as_ref().map(|later| match later {
+            Ok(tools) => Event::Manifest {
+                phase: Phase::AfterCalls,
+                tools: tools.clone(),
+                malformed: Vec::new(),
+                pages: 0,
+                complete: true,
+            },
+            Err(error) => Event::ManifestFailed {
+                phase: Phase::AfterCalls,
+                error: error.clone(),
+            },
+        });
+        let surface = output.later_surface.as_ref().map(|surface| Event::Surface {
             phase: Phase::AfterCalls,
             surface: surface.clone(),
-        }));
-    }
-    for observed in &output.changes {
+        });
+        [tools, surface]
+    };
+    let changes = output.changes.iter().map(|observed| {
         let mut payloads = Vec::new();
         let mut slot = |bytes: &Option<Vec<u8>>| {
             bytes.as_ref().map(|b| {
@@ -179,66 +169,70 @@ pub(crate) fn events(output: &RunOutput) -> Vec<Recorded> {
             })
         };
         let (content, old_content) = (slot(&observed.content), slot(&observed.old_content));
-        out.push((
-            Event::FsChange {
-                change: observed.change.clone(),
-                content,
-                old_content,
-            },
-            payloads,
-        ));
-    }
-    out.extend(output.lab_events.iter().cloned().map(Event::Lab).map(plain));
-    out.extend(output.execs.iter().cloned().map(Event::Exec).map(plain));
-    out.extend(output.net.dns.iter().cloned().map(Event::Dns).map(plain));
-    for attempt in &output.net.tcp {
-        out.push((
-            Event::Connect(attempt.clone()),
-            vec![attempt.first_bytes.clone()],
-        ));
-    }
-    for datagram in &output.net.udp {
-        out.push((
-            Event::Datagram(datagram.clone()),
-            vec![datagram.bytes.clone()],
-        ));
-    }
-    for (address, at) in &output.listens {
-        out.push(plain(Event::Listen {
-            address: address.clone(),
+        let event = Event::FsChange {
+            change: observed.change.clone(),
+            content,
+            old_content,
+        };
+        (event, payloads)
+    });
+    let closing = [
+        output.net.program_started.map(|at| Event::ProgramStarted {
             t_ns: at.as_nanos() as u64,
-        }));
-    }
-    if let Some(at) = output.net.program_started {
-        out.push(plain(Event::ProgramStarted {
-            t_ns: at.as_nanos() as u64,
-        }));
-    }
-    out.extend(
-        output
-            .settles
-            .iter()
-            .cloned()
-            .map(Event::Settled)
-            .map(plain),
-    );
-    if let Some(at) = output.shutdown {
-        out.push(plain(Event::Shutdown {
-            t_ns: at.as_nanos() as u64,
-        }));
-    }
-    if let Some(path) = &output.marker {
-        out.push(plain(Event::Marker { path: path.clone() }));
-    }
-    out.push(plain(Event::Lost(output.lost.clone())));
-    out.push(plain(Event::Outcome {
-        failure: output.failure.clone(),
-        retried: output.retried.clone(),
-        termination: output.termination.clone(),
-        list_changed: output.list_changed,
-        remote: output.remote,
-    }));
-    out
+        }),
+    ];
+    let ending = move || {
+        [
+            output.shutdown.map(|at| Event::Shutdown {
+                t_ns: at.as_nanos() as u64,
+            }),
+            output
+                .marker
+                .as_ref()
+                .map(|path| Event::Marker { path: path.clone() }),
+            Some(Event::Lost(output.lost.clone())),
+            Some(Event::Outcome {
+                failure: output.failure.clone(),
+                retried: output.retried.clone(),
+                termination: output.termination.clone(),
+                list_changed: output.list_changed,
+                remote: output.remote,
+            }),
+        ]
+    };
+    opening
+        .into_iter()
+        .flatten()
+        .map(plain)
+        .chain(output.surface_reads.iter().cloned().map(Event::SurfaceRead).map(plain))
+        .chain(output.calls.iter().cloned().map(Event::Call).map(plain))
+        .chain(output.asked.iter().cloned().map(Event::Asked).map(plain))
+        .chain(later().into_iter().flatten().map(plain))
+        .chain(changes)
+        .chain(output.lab_events.iter().cloned().map(Event::Lab).map(plain))
+        .chain(output.execs.iter().cloned().map(Event::Exec).map(plain))
+        .chain(output.net.dns.iter().cloned().map(Event::Dns).map(plain))
+        .chain(output.net.tcp.iter().map(|attempt| {
+            (
+                Event::Connect(attempt.clone()),
+                vec![attempt.first_bytes.clone()],
+            )
+        }))
+        .chain(output.net.udp.iter().map(|datagram| {
+            (
+                Event::Datagram(datagram.clone()),
+                vec![datagram.bytes.clone()],
+            )
+        }))
+        .chain(output.listens.iter().map(|(address, at)| {
+            plain(Event::Listen {
+                address: address.clone(),
+                t_ns: at.as_nanos() as u64,
+            })
+        }))
+        .chain(closing.into_iter().flatten().map(plain))
+        .chain(output.settles.iter().cloned().map(Event::Settled).map(plain))
+        .chain(ending().into_iter().flatten().map(plain))
 }
 
 fn manifest(phase: Phase, tools: &ToolList) -> Event {

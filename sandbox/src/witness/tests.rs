@@ -72,6 +72,7 @@ fn digest_of(content: &[u8]) -> FileDigest {
         size: content.len() as u64,
         blake3: blake3::hash(content).to_hex().to_string(),
         partial: false,
+        hashed: None,
     }
 }
 
@@ -118,6 +119,7 @@ fn an_empty_created_file_is_not_a_whiteout() {
         size: 0,
         blake3: "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262".into(),
         partial: false,
+        hashed: None,
     };
     assert_eq!(
         layers.changes(),
@@ -1038,4 +1040,47 @@ fn contents_are_read_beneath_the_layer_only() {
     for refused in &HOSTILE_PATHS[1..] {
         assert_eq!(read(refused), None, "{refused}");
     }
+}
+
+/// Past the walk's hash budget each further file is hashed to its first
+/// [`SPENT_HASH_CAP`] bytes and says how many: thousands of sparse gigabyte files cost a
+/// bounded hashing, and a file modified past the budget still compares old with new to the
+/// same cap.
+#[test]
+fn past_the_walk_hash_budget_files_are_hashed_to_the_spent_cap_and_say_so() {
+    use crate::witness::{SPENT_HASH_CAP, WALK_HASH_BUDGET};
+    let layers = Layers::new();
+    for name in ["a", "b", "c"] {
+        let file = fs::File::create(layers.upper.join(name)).unwrap();
+        file.set_len(1 << 30).unwrap();
+    }
+    // The lower copy of `c` differs from the upper one only past HASH_CAP: unchanged to
+    // either cap, and reported modified only if its two sides were hashed to different caps.
+    let lower = fs::File::create(layers.lower.join("c")).unwrap();
+    lower.set_len(1 << 30).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&lower, b"x", HASH_CAP + 1).unwrap();
+    // A budget of one file's cap: the walk's first file is hashed to HASH_CAP, the others
+    // to the spent cap.
+    let report = OverlayWitness::new(&layers.upper, vec![layers.lower.clone()])
+        .hash_budget(HASH_CAP)
+        .collect()
+        .unwrap();
+    let mut digests = std::collections::BTreeMap::new();
+    for change in &report.changes {
+        match change {
+            FsChange::Created { path, digest: Some(d), .. } => {
+                digests.insert(path.display().to_string(), d.clone());
+            }
+            FsChange::Modified { path, new, .. } => {
+                digests.insert(path.display().to_string(), new.clone());
+            }
+            _ => {}
+        }
+    }
+    let hashed: Vec<Option<u64>> = digests.values().map(|d| d.hashed).collect();
+    assert_eq!(digests.len(), 2, "{digests:?}: c is unchanged to either cap");
+    assert!(hashed.iter().filter(|h| h.is_none()).count() <= 1, "{digests:?}");
+    assert!(hashed.contains(&Some(SPENT_HASH_CAP)), "{digests:?}");
+    assert!(digests.values().all(|d| d.partial));
+    assert!(WALK_HASH_BUDGET >= 1 << 30);
 }
