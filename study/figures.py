@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The study's headline figures from a campaign directory and its map, reading receipts only.
+
+    study/figures.py CAMPAIGN_DIR MAP_JSON
+
+CAMPAIGN_DIR is what `vac campaign run` wrote (its chain `receipts.jsonl` and one directory
+per probe); MAP_JSON is `vac report CAMPAIGN_DIR --out MAP`'s `map.json`. Prints: targets by
+outcome (the members' status and exit, and for those not audited the first words of why);
+wall time per probe (from its log's first and last record, median, p90, worst); tools,
+cells by verdict and confirmed cells by clause; servers that kept every promise. Runs
+nothing; packed logs are read through the `zstd` program. Stdlib only.
+"""
+import json
+import os
+import re
+import sys
+
+# study/select.py would shadow the standard `select` module that subprocess imports.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+import subprocess  # noqa: E402
+from collections import Counter  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+def records(log):
+    if log.suffix == ".zst":
+        out = subprocess.run(["zstd", "-dcq", str(log)], check=True, capture_output=True).stdout
+        lines = out.decode().splitlines()
+    else:
+        lines = log.read_text().splitlines()
+    for line in lines:
+        try:
+            yield json.loads(line)
+        except ValueError:
+            return  # a torn tail
+
+
+def log_of(probe_dir):
+    for name in ("receipts.jsonl", "receipts.jsonl.zst"):
+        if (probe_dir / name).is_file():
+            return probe_dir / name
+    return None
+
+
+def quantile(values, q):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+# Why a target was not audited, from its member detail: the first matching pattern names it.
+WHY = [
+    (r"no answer within|got no answer", "no answer to initialize"),
+    (r"wall-time budget", "timed out (wall budget)"),
+    (r"closed its stdout|exited|crash", "exited during start"),
+    (r"not JSON|garbage|not a JSON-RPC|not an MCP", "not an MCP server (garbage on stdout)"),
+    (r"line cap|over the cap", "a line over the cap"),
+    (r"sandbox|cgroup|mount", "sandbox failure"),
+]
+
+
+def why(detail):
+    for pattern, name in WHY:
+        if re.search(pattern, detail or "", re.I):
+            return name
+    return "other: " + (detail or "")[:60]
+
+
+def main(campaign, map_json):
+    campaign = Path(campaign)
+    members = [r["body"] for r in records(campaign / "receipts.jsonl") if r.get("kind") == "member"]
+    print(f"targets: {len(members)}")
+    by_status = Counter((m["status"], m["exit"]) for m in members)
+    for (status, code), n in sorted(by_status.items()):
+        print(f"  {status:<10} exit {code}: {n}")
+    not_audited = [m for m in members if m["status"] != "completed"]
+    for reason, n in Counter(why(m["detail"]) for m in not_audited).most_common():
+        print(f"  not audited, {reason}: {n}")
+
+    walls = []
+    for m in members:
+        log = log_of(campaign / m["dir"])
+        if log is None:
+            continue
+        ts = [r["ts"] for r in records(log)]
+        if ts:
+            walls.append(((ts[-1] - ts[0]) / 1e9, m["target"]))
+    seconds = [w for w, _ in walls]
+    if seconds:
+        worst = max(walls)
+        print(f"wall per probe (s): n={len(seconds)} median {quantile(seconds, 0.5):.1f} "
+              f"p90 {quantile(seconds, 0.9):.1f} worst {worst[0]:.1f} ({worst[1]}) "
+              f"sum {sum(seconds):.0f}")
+
+    doc = json.load(open(map_json))
+    summary = doc["summary"]
+    print("cells: " + ", ".join(f"{k} {summary[k]}" for k in sorted(summary)))
+    clauses = Counter()
+    servers_confirmed = Counter()
+    for server in doc["servers"]:
+        for tool in server["tools"]:
+            for cell in tool["cells"]:
+                if cell["verdict"] == "confirmed":
+                    clauses[cell["clause"]] += 1
+                    servers_confirmed[server["id"]] += 1
+    print("confirmed cells by clause: " + ", ".join(f"{c} {n}" for c, n in clauses.most_common()))
+    audited = [s for s in doc["servers"] if s["tools"]]
+    kept = [s["id"] for s in audited if servers_confirmed[s["id"]] == 0]
+    print(f"servers audited with tools: {len(audited)}; with a confirmed cell: "
+          f"{len(servers_confirmed)}; none confirmed: {len(kept)}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])
