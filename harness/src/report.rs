@@ -313,7 +313,8 @@ fn cut(line: &str, width: usize) -> String {
 }
 
 /// The terminal view of a campaign's map: a summary line per server, then its confirmed
-/// cells (every cell's symbol per tool with `all`), each line cut to `width`.
+/// cells (every cell's symbol per tool with `all`), each line cut to `width` (but a target
+/// that could not be audited, whose reason is shown whole).
 pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
     use vac_analysis::marks::symbol;
     let mut out = String::new();
@@ -331,8 +332,9 @@ pub fn map_summary(map: &vac_analysis::Map, all: bool, width: usize) -> String {
                 server.id, s.tools, s.kept, s.confirmed, s.no_successful_call, s.unstable
             ),
         );
+        // Why a target could not be audited is shown whole: it is all there is of it.
         for n in &server.not_audited {
-            line(&mut out, format!("  not audited: {n}"));
+            let _ = writeln!(out, "  not audited: {n}");
         }
         for tool in &server.tools {
             if all {

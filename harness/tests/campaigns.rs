@@ -497,7 +497,7 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
     let run = run_file(
         tmp.path(),
         "mixed",
-        "name = \"mixed\"\n\n[[target]]\nid = \"honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"not-mcp\"\ncommand = [\"/bin/true\"]\n",
+        "name = \"mixed\"\n\n[[target]]\nid = \"honest\"\ncommand = [\"vac\", \"fixture\", \"--mode\", \"honest\"]\n\n[[target]]\nid = \"not-mcp\"\ncommand = [\"/bin/sh\", \"-c\", \"echo starting >&2; echo \'Usage: not-mcp --config FILE\' >&2\"]\n",
     );
     assert_eq!(
         run.status.code(),
@@ -536,11 +536,12 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
     assert_eq!(failed["tools"], serde_json::json!([]), "{failed}");
     assert_eq!(failed["not_audited"][0]["status"], "failed", "{failed}");
     assert_eq!(failed["not_audited"][0]["exit"], 3, "{failed}");
+    // Why it could not start, in its own words: the last lines it wrote to stderr.
     assert!(
-        !failed["not_audited"][0]["detail"]
+        failed["not_audited"][0]["detail"]
             .as_str()
             .unwrap_or("")
-            .is_empty(),
+            .contains("its stderr ended: \"starting | Usage: not-mcp --config FILE\""),
         "{failed}"
     );
     assert_eq!(document["summary"]["not_audited"], 1, "{document}");
@@ -558,13 +559,17 @@ fn a_campaign_with_a_target_that_could_not_be_audited_reports_as_it_ran() {
     for file in ["map.md", "map.csv", "map.html", "map.sarif"] {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
         assert!(
-            text.contains("not-mcp") && text.contains("failed (exit 3)"),
+            text.contains("not-mcp")
+                && text.contains("failed (exit 3)")
+                && text.contains("Usage: not-mcp --config FILE"),
             "{file} does not account for the target that failed:\n{text}"
         );
     }
     let terminal = String::from_utf8_lossy(&report.stdout);
     assert!(
-        terminal.contains("not-mcp") && terminal.contains("not audited"),
+        terminal.contains("not-mcp")
+            && terminal.contains("not audited")
+            && terminal.contains("Usage: not-mcp --config FILE"),
         "{terminal}"
     );
 }

@@ -304,6 +304,7 @@ async fn attempt(
     output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
+    with_stderr_tail(&mut output);
     Ok(output)
 }
 
@@ -465,7 +466,43 @@ async fn remote(
     output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
+    with_stderr_tail(&mut output);
     output
+}
+
+/// Bytes of a server's stderr, from its end, that a failure's detail quotes from.
+const STDERR_TAIL: usize = 4096;
+
+/// A failed run's detail ends with the last lines its server wrote to stderr: why a server
+/// could not start is said there more often than anywhere else (a missing argument,
+/// credential, config file or module), and the detail is what every output shows of a
+/// target that could not be audited.
+fn with_stderr_tail(output: &mut RunOutput) {
+    let Some(failure) = output.failure.as_mut() else {
+        return;
+    };
+    let mut tail: Vec<u8> = Vec::new();
+    for frame in output.frames.iter().flatten() {
+        if frame.direction == crate::client::Direction::Stderr {
+            tail.extend_from_slice(&frame.bytes);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&tail);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let last: Vec<String> = lines[lines.len().saturating_sub(2)..]
+        .iter()
+        .map(|l| l.chars().take(200).collect())
+        .collect();
+    if !last.is_empty() {
+        failure.detail = format!("{}; its stderr ended: {:?}", failure.detail, last.join(" | "));
+    }
 }
 
 /// What the collector of lab events shares with the conversation: when the lab last moved,
