@@ -665,13 +665,20 @@ fn a_slow_target_holds_back_records_not_the_other_slots() {
         slow.display()
     );
     let output = run_file(tmp.path(), "slots", &text);
-    assert!(output.status.code().is_some_and(|c| c == 0 || c == 1), "{output:?}");
+    assert!(
+        output.status.code().is_some_and(|c| c == 0 || c == 1),
+        "{output:?}"
+    );
     let dir = tmp.path().join("runs/slots");
     let targets: Vec<String> = members(&dir)
         .iter()
         .map(|m| m["target"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(targets, ["a-slow", "b-fast", "c-fast"], "records in plan order");
+    assert_eq!(
+        targets,
+        ["a-slow", "b-fast", "c-fast"],
+        "records in plan order"
+    );
     // When each probe was sealed: its log's last record.
     let sealed = |id: &str| {
         let log = vac_receipts::ReceiptLog::open(dir.join(id).join("rep-1")).unwrap();

@@ -658,7 +658,12 @@ fn a_write_followed_by_a_crash_or_an_oversized_line_is_confirmed() {
     for how in ["exit", "line"] {
         let script = python_server("warm", WRITE_THEN, &format!("write_then({how:?})"));
         let probe = hostile(&[], &["/usr/bin/python3", "-c", &script]);
-        assert_eq!(probe.output.status.code(), Some(1), "{how}: {:?}", probe.output);
+        assert_eq!(
+            probe.output.status.code(),
+            Some(1),
+            "{how}: {:?}",
+            probe.output
+        );
         let write = cell(&probe.json, "warm", "fs.write");
         assert_eq!(write["verdict"], "confirmed", "{how}: {write}");
         assert!(write.to_string().contains("/.ssh/id_rsa"), "{how}: {write}");
@@ -692,7 +697,10 @@ fn the_host_check_fails_on_what_the_probe_caused_and_not_on_other_work() {
     assert!(!fails(&Caused::default()), "other work fails the check");
     let wrote = Caused {
         runs: vec![run.clone()],
-        writes: vec![(key.clone(), Some(vac_receipts::Digest::of(b"elsewhere").to_string()))],
+        writes: vec![(
+            key.clone(),
+            Some(vac_receipts::Digest::of(b"elsewhere").to_string()),
+        )],
     };
     assert!(fails(&wrote), "the place its server wrote passes the check");
     std::fs::remove_dir_all(&escaped).unwrap();
@@ -706,7 +714,10 @@ fn the_host_check_fails_on_what_the_probe_caused_and_not_on_other_work() {
     };
     std::fs::create_dir_all("/root").unwrap();
     std::fs::write(&same_bytes, b"what the server wrote").unwrap();
-    assert!(fails(&bytes_left), "a host file with the server's bytes passes the check");
+    assert!(
+        fails(&bytes_left),
+        "a host file with the server's bytes passes the check"
+    );
     std::fs::remove_file(&same_bytes).unwrap();
     std::fs::create_dir_all("/run/vac").unwrap();
     let run_dir = Path::new("/run/vac").join(&run);

@@ -653,7 +653,9 @@ def tools(m):
     // vac's run mounts are in vac's own mount namespace, never in the host's.
     let host = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
-        !run_mounts(&host, run_root.path()).iter().any(|m| m.starts_with(&run)),
+        !run_mounts(&host, run_root.path())
+            .iter()
+            .any(|m| m.starts_with(&run)),
         "the host's mount table shows {run}"
     );
     let owner = format!("{run}.owner");
@@ -663,7 +665,9 @@ def tools(m):
     vac.0.wait().unwrap();
     let host = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
-        !run_mounts(&host, run_root.path()).iter().any(|m| m.starts_with(&run)),
+        !run_mounts(&host, run_root.path())
+            .iter()
+            .any(|m| m.starts_with(&run)),
         "a mount of {run} stayed on the host after SIGKILL"
     );
 

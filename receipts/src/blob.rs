@@ -72,7 +72,12 @@ impl BlobStore {
                             path,
                         });
                     }
-                    Err(source) => return Err(BlobError::Io { path: packed, source }),
+                    Err(source) => {
+                        return Err(BlobError::Io {
+                            path: packed,
+                            source,
+                        });
+                    }
                 }
             }
             Err(source) => return Err(BlobError::Io { path, source }),

@@ -117,7 +117,8 @@ fn compress(from: &Path, to: &Path) -> Result<(u64, u64), PackError> {
     let tmp = PathBuf::from(tmp);
     let mut input = File::open(from).map_err(io_error(from))?;
     let output = File::create(&tmp).map_err(io_error(&tmp))?;
-    let mut encoder = zstd::stream::write::Encoder::new(output, PACK_LEVEL).map_err(io_error(&tmp))?;
+    let mut encoder =
+        zstd::stream::write::Encoder::new(output, PACK_LEVEL).map_err(io_error(&tmp))?;
     encoder.include_checksum(true).map_err(io_error(&tmp))?;
     let before = io::copy(&mut input, &mut encoder).map_err(io_error(&tmp))?;
     let output = encoder.finish().map_err(io_error(&tmp))?;
@@ -138,7 +139,12 @@ fn pack_blobs(root: &Path) -> Result<Packed, PackError> {
     let shards = match fs::read_dir(root) {
         Ok(shards) => shards,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(packed),
-        Err(source) => return Err(PackError::Io { path: root.to_path_buf(), source }),
+        Err(source) => {
+            return Err(PackError::Io {
+                path: root.to_path_buf(),
+                source,
+            });
+        }
     };
     let mut shard_dirs: Vec<PathBuf> = shards
         .map(|entry| entry.map(|e| e.path()))
@@ -153,9 +159,10 @@ fn pack_blobs(root: &Path) -> Result<Packed, PackError> {
             .map_err(io_error(&shard))?;
         names.sort();
         for blob in names {
-            let is_plain_blob = blob.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit())
-            });
+            let is_plain_blob = blob
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit()));
             if !is_plain_blob {
                 continue;
             }

@@ -126,7 +126,9 @@ impl ReceiptLog {
         let path = dir.join(LOG_FILE);
         let packed = match std::fs::metadata(&path) {
             Ok(_) => false,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && dir.join(PACKED_LOG_FILE).is_file() => {
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound && dir.join(PACKED_LOG_FILE).is_file() =>
+            {
                 true
             }
             Err(source) => return Err(ReadError::Io { path, source }),
@@ -150,8 +152,11 @@ impl ReceiptLog {
 
     /// The log file, plain or packed.
     pub fn log_path(&self) -> PathBuf {
-        self.dir
-            .join(if self.packed { PACKED_LOG_FILE } else { LOG_FILE })
+        self.dir.join(if self.packed {
+            PACKED_LOG_FILE
+        } else {
+            LOG_FILE
+        })
     }
 
     /// The blob store beside the log.
@@ -168,13 +173,12 @@ impl ReceiptLog {
             source,
         })?;
         let source: Box<dyn Read + Send> = if self.packed {
-            let decoder = zstd::stream::read::Decoder::new(file).map_err(|source| {
-                ReadError::Packed {
+            let decoder =
+                zstd::stream::read::Decoder::new(file).map_err(|source| ReadError::Packed {
                     path: path.clone(),
                     line: 0,
                     source,
-                }
-            })?;
+                })?;
             Box::new(decoder)
         } else {
             Box::new(file)

@@ -68,7 +68,10 @@ fn a_packed_directory_verifies_as_the_plain_one_and_unpacks_to_the_same_bytes() 
     assert_eq!(before, after, "same records, head, blobs and seal");
     assert_eq!(plain_lines, lines(&root), "same lines, offsets and hashes");
     let unpacked = zstd::decode_all(fs::File::open(root.join(PACKED_LOG_FILE)).unwrap()).unwrap();
-    assert_eq!(unpacked, log_bytes, "zstd -d gives back the log byte for byte");
+    assert_eq!(
+        unpacked, log_bytes,
+        "zstd -d gives back the log byte for byte"
+    );
     for (path, bytes) in blobs {
         assert!(!path.exists());
         let mut packed = path.into_os_string();
@@ -77,7 +80,11 @@ fn a_packed_directory_verifies_as_the_plain_one_and_unpacks_to_the_same_bytes() 
         assert_eq!(unpacked, bytes, "{packed:?}");
     }
 
-    assert_eq!(pack(&root).expect("again"), Default::default(), "nothing left to pack");
+    assert_eq!(
+        pack(&root).expect("again"),
+        Default::default(),
+        "nothing left to pack"
+    );
     assert!(matches!(
         ReceiptWriter::create(&root, common::fixed_options(), common::campaign_start()),
         Err(WriteError::Exists { .. })
@@ -139,7 +146,10 @@ fn a_crash_mid_pack_leaves_a_directory_that_reads_and_packs_again() {
     // The plain log back beside its packed form: the state a crash between the packed
     // file's rename and the plain file's removal leaves.
     fs::write(root.join(LOG_FILE), &log_bytes).expect("plain again");
-    assert!(!ReceiptLog::open(&root).unwrap().is_packed(), "the plain one is read");
+    assert!(
+        !ReceiptLog::open(&root).unwrap().is_packed(),
+        "the plain one is read"
+    );
     assert_eq!(verify(&root, &VerifyOptions::default()).unwrap(), before);
     pack(&root).expect("pack again");
     assert!(!root.join(LOG_FILE).exists());

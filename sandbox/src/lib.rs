@@ -69,6 +69,5 @@ pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,
     OverlayWitness, SPENT_HASH_CAP, SelfTest, UpperSnapshot, WALK_HASH_BUDGET, WitnessError,
-    WitnessReport, layer_states,
-    read_beneath, upper_snapshot,
+    WitnessReport, layer_states, read_beneath, upper_snapshot,
 };

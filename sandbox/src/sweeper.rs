@@ -28,13 +28,12 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// host's, where the run directories are). Needs root.
 pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirError> {
     crate::rundir::one_thread()?;
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|source| {
-        RunDirError::Mount {
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|source| RunDirError::Mount {
             what: "open the sweeper's pipe",
             path: run_root.to_path_buf(),
             source,
-        }
-    })?;
+        })?;
     match crate::sys::fork_alone().map_err(|source| RunDirError::Mount {
         what: "fork the sweeper",
         path: run_root.to_path_buf(),

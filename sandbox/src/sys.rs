@@ -35,7 +35,11 @@ pub(crate) fn fork_alone() -> Result<ForkResult, Errno> {
 /// Points standard input, output and error at `/dev/null` (a process that must not hold
 /// its parent's streams open).
 pub(crate) fn silence_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         for target in 0..=2 {
             let _ = dup_onto(null.as_raw_fd(), target);
         }

@@ -67,7 +67,7 @@ impl Default for ClientInfo {
 
 impl ClientInfo {
     /// `NAME/VERSION` (`--client-info`): both parts non-empty.
-    pub fn parse(text: &str) -> Result<ClientInfo, String> {
+    pub fn parse(text: &str) -> Result<ClientInfo, OptionError> {
         match text.rsplit_once('/') {
             Some((name, version)) if !name.trim().is_empty() && !version.trim().is_empty() => {
                 Ok(ClientInfo {
@@ -75,7 +75,7 @@ impl ClientInfo {
                     version: version.into(),
                 })
             }
-            _ => Err(format!("{text:?}: expected NAME/VERSION, e.g. claude-ai/0.1.0")),
+            _ => Err(OptionError::ClientInfo { text: text.into() }),
         }
     }
 }
@@ -196,6 +196,8 @@ pub enum OptionError {
     EnvValue { var: String },
     #[error("the token in {var} is not a valid header value")]
     Token { var: String },
+    #[error("{text:?}: expected NAME/VERSION, e.g. claude-ai/0.1.0")]
+    ClientInfo { text: String },
 }
 
 /// The trimmed value of the environment variable `var`, which must hold something.
@@ -317,6 +319,21 @@ impl std::fmt::Debug for ServerStreams {
 #[cfg(test)]
 mod tests {
     use super::Protocol;
+
+    #[test]
+    fn a_client_identity_is_name_slash_version_and_defaults_to_an_agent_hosts() {
+        use super::ClientInfo;
+        assert_eq!(ClientInfo::default().name, "claude-ai");
+        let info = ClientInfo::parse("Visual Studio Code/1.99.3").unwrap();
+        assert_eq!(
+            (info.name.as_str(), info.version.as_str()),
+            ("Visual Studio Code", "1.99.3")
+        );
+        for bad in ["nope", "/1.0", "name/", ""] {
+            let error = ClientInfo::parse(bad).unwrap_err();
+            assert!(error.to_string().contains("NAME/VERSION"), "{bad}: {error}");
+        }
+    }
 
     #[test]
     fn protocol_names_parse_to_their_lifecycle_and_back() {

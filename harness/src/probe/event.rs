@@ -134,7 +134,10 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
                 protocol_version: version.clone(),
                 server: output.server.clone(),
             }),
-        output.tools.as_ref().map(|tools| manifest(Phase::Initial, tools)),
+        output
+            .tools
+            .as_ref()
+            .map(|tools| manifest(Phase::Initial, tools)),
         output.surface.as_ref().map(|surface| Event::Surface {
             phase: Phase::Initial,
             surface: surface.clone(),
@@ -176,11 +179,9 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
         };
         (event, payloads)
     });
-    let closing = [
-        output.net.program_started.map(|at| Event::ProgramStarted {
-            t_ns: at.as_nanos() as u64,
-        }),
-    ];
+    let closing = [output.net.program_started.map(|at| Event::ProgramStarted {
+        t_ns: at.as_nanos() as u64,
+    })];
     let ending = move || {
         [
             output.shutdown.map(|at| Event::Shutdown {
@@ -204,7 +205,14 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
         .into_iter()
         .flatten()
         .map(plain)
-        .chain(output.surface_reads.iter().cloned().map(Event::SurfaceRead).map(plain))
+        .chain(
+            output
+                .surface_reads
+                .iter()
+                .cloned()
+                .map(Event::SurfaceRead)
+                .map(plain),
+        )
         .chain(output.calls.iter().cloned().map(Event::Call).map(plain))
         .chain(output.asked.iter().cloned().map(Event::Asked).map(plain))
         .chain(later().into_iter().flatten().map(plain))
@@ -231,7 +239,14 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
             })
         }))
         .chain(closing.into_iter().flatten().map(plain))
-        .chain(output.settles.iter().cloned().map(Event::Settled).map(plain))
+        .chain(
+            output
+                .settles
+                .iter()
+                .cloned()
+                .map(Event::Settled)
+                .map(plain),
+        )
         .chain(ending().into_iter().flatten().map(plain))
 }
 

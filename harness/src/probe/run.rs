@@ -501,7 +501,11 @@ fn with_stderr_tail(output: &mut RunOutput) {
         .map(|l| l.chars().take(200).collect())
         .collect();
     if !last.is_empty() {
-        failure.detail = format!("{}; its stderr ended: {:?}", failure.detail, last.join(" | "));
+        failure.detail = format!(
+            "{}; its stderr ended: {:?}",
+            failure.detail,
+            last.join(" | ")
+        );
     }
 }
 

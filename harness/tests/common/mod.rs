@@ -388,7 +388,9 @@ pub fn caused(receipts: &Path) -> Caused {
         let record = serde_json::to_value(&entry.record).expect("a record serialises");
         let body = &record["body"];
         match record["kind"].as_str() {
-            Some("run_start") => caused.runs.extend(body["run_id"].as_str().map(str::to_owned)),
+            Some("run_start") => caused
+                .runs
+                .extend(body["run_id"].as_str().map(str::to_owned)),
             Some("event") if body["event"]["type"] == "fs_change" => {
                 let change = &body["event"]["change"];
                 let path = change["path"].as_str().or(change["to"].as_str());
@@ -396,7 +398,9 @@ pub fn caused(receipts: &Path) -> Caused {
                     .as_str()
                     .or(change["digest"]["blake3"].as_str());
                 if let Some(path) = path {
-                    caused.writes.push((PathBuf::from(path), digest.map(str::to_owned)));
+                    caused
+                        .writes
+                        .push((PathBuf::from(path), digest.map(str::to_owned)));
                 }
             }
             _ => {}
@@ -447,7 +451,9 @@ impl HostState {
         assert!(entries.is_empty(), "files left on the host: {entries:#?}");
         for (path, digest) in &caused.writes {
             let Some(digest) = digest else { continue };
-            let Ok(bytes) = std::fs::read(path) else { continue };
+            let Ok(bytes) = std::fs::read(path) else {
+                continue;
+            };
             assert_ne!(
                 vac_receipts::Digest::of(&bytes).to_string(),
                 *digest,
