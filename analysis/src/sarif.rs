@@ -234,8 +234,10 @@ fn location(rows: &Rows, root: &str, probe: &str, tool: &str, seq: u64) -> Locat
     if let Some(p) = found
         && let (Some(name), Some(text)) = (&p.contract_name, &p.contract_text)
     {
-        let relative =
-            !name.starts_with('/') && !name.contains("://") && name != "derived from annotations";
+        // A contract vac derived has no file: its results point at the receipt log.
+        let relative = !name.starts_with('/')
+            && !name.contains("://")
+            && !vac_contracts::DERIVED_NAMES.contains(&name.as_str());
         if relative {
             let line = text
                 .lines()

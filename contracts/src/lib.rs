@@ -62,6 +62,14 @@ pub use service::Service;
 pub use tool::{Annotations, ToolDecl};
 pub use verdict::{Cell, MAX_EVIDENCE, Verdict};
 
+/// The contract record's name when vac derived the contract: from the annotations alone,
+/// and from annotations and intent (the default). Never a file a user wrote: a report
+/// that points at a contract's line points at the receipt log instead.
+pub const DERIVED_NAMES: [&str; 2] = [
+    "derived from annotations",
+    "derived from annotations and intent",
+];
+
 /// The revision of the rules that derive contracts and grade evidence. Receipts record the
 /// revision they were graded under; re-grading them under another one may differ where a
 /// rule changed, which `vac verify` reports as such (the hash chain, not the re-grading,

@@ -98,8 +98,10 @@ pub fn probe(dir: &Path, s: usize, shape: Shape) {
     );
     self_tests(&mut w, &control);
     run_end(&mut w, &control);
+    // The default derivation's name, as every fresh probe records it: a report must not
+    // take it for a contract file (a SARIF location pointed at it, an invalid URI).
     w.append(Body::Contract(Contract::new(
-        "derived from annotations",
+        "derived from annotations and intent",
         "[server]\nname = \"synth\"\n",
     )))
     .unwrap();

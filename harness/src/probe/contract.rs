@@ -66,10 +66,10 @@ impl Derivation {
 }
 
 /// The contract record's name when the contract was derived from the annotations.
-pub(crate) const DERIVED: &str = "derived from annotations";
+pub(crate) const DERIVED: &str = vac_contracts::DERIVED_NAMES[0];
 
 /// The contract record's name when it was derived from annotations and intent.
-pub(crate) const DERIVED_INTENT: &str = "derived from annotations and intent";
+pub(crate) const DERIVED_INTENT: &str = vac_contracts::DERIVED_NAMES[1];
 
 /// The tools the control run listed, if it got that far: every entry, in manifest order.
 /// An entry that is not a valid declaration stays, as a placeholder whose cells error
