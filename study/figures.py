@@ -5,7 +5,8 @@
 
 CAMPAIGN_DIR is what `vac campaign run` wrote (its chain `receipts.jsonl` and one directory
 per probe); MAP_JSON is `vac report CAMPAIGN_DIR --out MAP`'s `map.json`. Prints: targets by
-outcome (the members' status and exit, and for those not audited the first words of why);
+outcome (the members' status and exit, and for those not audited why, classified from what
+the server last wrote to stderr);
 wall time per probe (from its log's first and last record, median, p90, worst); tools,
 cells by verdict and confirmed cells by clause; servers that kept every promise. Runs
 nothing; packed logs are read through the `zstd` program. Stdlib only.
@@ -49,22 +50,39 @@ def quantile(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-# Why a target was not audited, from its member detail: the first matching pattern names it.
+# Why a target was not audited, from what its server last wrote to stderr (the receipts'
+# stderr frames; since ca5e5d3 also the end of its member detail): the first matching
+# class names it. Hand-written patterns, checked by reading the lines they classify.
 WHY = [
-    (r"no answer within|got no answer", "no answer to initialize"),
-    (r"wall-time budget", "timed out (wall budget)"),
-    (r"closed its stdout|exited|crash", "exited during start"),
-    (r"not JSON|garbage|not a JSON-RPC|not an MCP", "not an MCP server (garbage on stdout)"),
-    (r"line cap|over the cap", "a line over the cap"),
-    (r"sandbox|cgroup|mount", "sandbox failure"),
+    (r"usage:|required option|required command|unknown command|--help", "a required argument or subcommand"),
+    (r"api_key|api key|token|credential|unauthori[sz]ed|\b401\b|oauth|auth", "credentials or an OAuth file"),
+    (r"modulenotfounderror|importerror|cannot find module|err_module_not_found", "a module the installed tree lacks"),
+    (r"econnrefused|getaddrinfo|enotfound|connection refused|connecterror|timed out", "a service or the network at start"),
+    (r"config|not set|missing|environment variable|must be set|no such file|enoent|does not exist", "a config file or variable"),
+    (r"requires node|node\.js \d+ or later|requires python|syntaxerror", "a runtime version"),
 ]
 
 
-def why(detail):
+def stderr_of(probe_dir):
+    log = log_of(probe_dir)
+    if log is None:
+        return ""
+    return "".join(
+        r["body"]["bytes"].get("stored", {}).get("utf8", "")
+        for r in records(log)
+        if r.get("kind") == "frame" and r["body"].get("direction") == "stderr"
+        and isinstance(r["body"]["bytes"].get("stored"), dict)
+    )
+
+
+def why(member, campaign):
+    text = stderr_of(campaign / member["dir"]).lower()
+    if not text.strip():
+        return "nothing on stderr: " + ("no answer to initialize" if "no answer" in member["detail"] else "exited")
     for pattern, name in WHY:
-        if re.search(pattern, detail or "", re.I):
+        if re.search(pattern, text, re.I):
             return name
-    return "other: " + (detail or "")[:60]
+    return "another start-up refusal"
 
 
 def main(campaign, map_json):
@@ -75,7 +93,7 @@ def main(campaign, map_json):
     for (status, code), n in sorted(by_status.items()):
         print(f"  {status:<10} exit {code}: {n}")
     not_audited = [m for m in members if m["status"] != "completed"]
-    for reason, n in Counter(why(m["detail"]) for m in not_audited).most_common():
+    for reason, n in Counter(why(m, campaign) for m in not_audited).most_common():
         print(f"  not audited, {reason}: {n}")
 
     walls = []
