@@ -42,9 +42,10 @@ fn keep_mounts_off_the_host() {
     if !nix::unistd::geteuid().is_root() {
         return;
     }
-    let (default_root, cgroup_root) = vac_sandbox::default_roots();
-    let run_root = vac_harness::probe::run_root_from_env().unwrap_or(default_root);
-    if let Err(error) = vac_sandbox::start_sweeper(&run_root, &cgroup_root) {
+    let run_root = vac_harness::probe::run_root_from_env()
+        .unwrap_or_else(|| vac_sandbox::DEFAULT_RUN_ROOT.into());
+    let cgroup_root = std::path::Path::new(vac_sandbox::DEFAULT_CGROUP_ROOT);
+    if let Err(error) = vac_sandbox::start_sweeper(&run_root, cgroup_root) {
         tracing::warn!(%error, "no sweeper: a killed vac's runs wait for the next start");
     }
     if let Err(error) = vac_sandbox::own_mount_namespace() {

@@ -68,22 +68,19 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> PackError + use<> {
 /// packed is left as it is. Returns what it packed.
 pub fn pack(dir: &Path) -> Result<Packed, PackError> {
     let plain = dir.join(LOG_FILE);
-    let mut packed = Packed::default();
-    if plain.is_file() {
-        if !ends_sealed(&plain)? {
-            return Err(PackError::NotSealed { path: plain });
-        }
-        // Blobs first: while the plain log is there, the directory is still "unpacked".
-        packed += pack_blobs(&dir.join("blobs"))?;
-        let (before, after) = compress(&plain, &dir.join(PACKED_LOG_FILE))?;
-        packed.log_bytes = before;
-        packed.packed_log_bytes = after;
-    } else if dir.join(PACKED_LOG_FILE).is_file() {
-        packed += pack_blobs(&dir.join("blobs"))?;
-    } else {
+    let unpacked = plain.is_file();
+    if !unpacked && !dir.join(PACKED_LOG_FILE).is_file() {
         return Err(PackError::NoLog {
             dir: dir.to_path_buf(),
         });
+    }
+    if unpacked && !ends_sealed(&plain)? {
+        return Err(PackError::NotSealed { path: plain });
+    }
+    // Blobs first: while the plain log is there, the directory is still "unpacked".
+    let mut packed = pack_blobs(&dir.join("blobs"))?;
+    if unpacked {
+        (packed.log_bytes, packed.packed_log_bytes) = compress(&plain, &dir.join(PACKED_LOG_FILE))?;
     }
     Ok(packed)
 }

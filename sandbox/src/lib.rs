@@ -63,8 +63,10 @@ pub use procs::{
     ProcSensorFailure, ProcessLog, UidChange,
 };
 pub use rundir::{RunDirError, own_mount_namespace};
-pub use sandbox::{RunAs, Running, Sandbox, SandboxBuilder, Stopped};
-pub use sweeper::{default_roots, start_sweeper};
+pub use sandbox::{
+    DEFAULT_CGROUP_ROOT, DEFAULT_RUN_ROOT, RunAs, Running, Sandbox, SandboxBuilder, Stopped,
+};
+pub use sweeper::start_sweeper;
 pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,

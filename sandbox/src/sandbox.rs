@@ -55,6 +55,12 @@ impl RunAs {
 }
 
 /// Builds a [`Sandbox`].
+/// Where run directories go unless the builder is told otherwise (`run_root`).
+pub const DEFAULT_RUN_ROOT: &str = "/run/vac";
+
+/// Where the cgroup hierarchies are mounted unless the builder is told otherwise.
+pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
 #[derive(Debug, Clone)]
 pub struct SandboxBuilder {
     command: Vec<OsString>,
@@ -104,8 +110,8 @@ impl Sandbox {
             },
             hide: Vec::new(),
             expose: Vec::new(),
-            run_root: PathBuf::from("/run/vac"),
-            cgroup_root: PathBuf::from("/sys/fs/cgroup"),
+            run_root: PathBuf::from(DEFAULT_RUN_ROOT),
+            cgroup_root: PathBuf::from(DEFAULT_CGROUP_ROOT),
             hostname: host_name(),
             keep: false,
             network_sensor: true,

@@ -11,7 +11,7 @@
 //! empty before it removes them. After a clean exit there is nothing to sweep.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::unistd::ForkResult;
@@ -23,7 +23,7 @@ use crate::rundir::{RunDirError, sweep_stale};
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// Starts the sweeper for runs under `run_root` with cgroups under `cgroup_root` (the
-/// sandbox's defaults: `/run/vac`, `/sys/fs/cgroup`). Call it first, while the process has
+/// sandbox's defaults: [`crate::DEFAULT_RUN_ROOT`], [`crate::DEFAULT_CGROUP_ROOT`]). Call it first, while the process has
 /// one thread and before it enters its own mount namespace (the sweeper stays in the
 /// host's, where the run directories are). Needs root.
 pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirError> {
@@ -74,9 +74,4 @@ fn sweep(run_root: &Path, cgroup_root: &Path) {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-}
-
-/// The default places, as `Sandbox` uses them.
-pub fn default_roots() -> (PathBuf, PathBuf) {
-    (PathBuf::from("/run/vac"), PathBuf::from("/sys/fs/cgroup"))
 }

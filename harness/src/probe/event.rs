@@ -143,26 +143,23 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
             surface: surface.clone(),
         }),
     ];
-    let later = || {
-        let tools = output.later_tools.as_ref().map(|later| match later {
-            Ok(tools) => Event::Manifest {
-                phase: Phase::AfterCalls,
-                tools: tools.clone(),
-                malformed: Vec::new(),
-                pages: 0,
-                complete: true,
-            },
-            Err(error) => Event::ManifestFailed {
-                phase: Phase::AfterCalls,
-                error: error.clone(),
-            },
-        });
-        let surface = output.later_surface.as_ref().map(|surface| Event::Surface {
+    let later_tools = output.later_tools.as_ref().map(|later| match later {
+        Ok(tools) => Event::Manifest {
             phase: Phase::AfterCalls,
-            surface: surface.clone(),
-        });
-        [tools, surface]
-    };
+            tools: tools.clone(),
+            malformed: Vec::new(),
+            pages: 0,
+            complete: true,
+        },
+        Err(error) => Event::ManifestFailed {
+            phase: Phase::AfterCalls,
+            error: error.clone(),
+        },
+    });
+    let later_surface = output.later_surface.as_ref().map(|surface| Event::Surface {
+        phase: Phase::AfterCalls,
+        surface: surface.clone(),
+    });
     let changes = output.changes.iter().map(|observed| {
         let mut payloads = Vec::new();
         let mut slot = |bytes: &Option<Vec<u8>>| {
@@ -179,28 +176,26 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
         };
         (event, payloads)
     });
-    let closing = [output.net.program_started.map(|at| Event::ProgramStarted {
+    let program_started = output.net.program_started.map(|at| Event::ProgramStarted {
         t_ns: at.as_nanos() as u64,
-    })];
-    let ending = move || {
-        [
-            output.shutdown.map(|at| Event::Shutdown {
-                t_ns: at.as_nanos() as u64,
-            }),
-            output
-                .marker
-                .as_ref()
-                .map(|path| Event::Marker { path: path.clone() }),
-            Some(Event::Lost(output.lost.clone())),
-            Some(Event::Outcome {
-                failure: output.failure.clone(),
-                retried: output.retried.clone(),
-                termination: output.termination.clone(),
-                list_changed: output.list_changed,
-                remote: output.remote,
-            }),
-        ]
-    };
+    });
+    let ending = [
+        output.shutdown.map(|at| Event::Shutdown {
+            t_ns: at.as_nanos() as u64,
+        }),
+        output
+            .marker
+            .as_ref()
+            .map(|path| Event::Marker { path: path.clone() }),
+        Some(Event::Lost(output.lost.clone())),
+        Some(Event::Outcome {
+            failure: output.failure.clone(),
+            retried: output.retried.clone(),
+            termination: output.termination.clone(),
+            list_changed: output.list_changed,
+            remote: output.remote,
+        }),
+    ];
     opening
         .into_iter()
         .flatten()
@@ -215,7 +210,12 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
         )
         .chain(output.calls.iter().cloned().map(Event::Call).map(plain))
         .chain(output.asked.iter().cloned().map(Event::Asked).map(plain))
-        .chain(later().into_iter().flatten().map(plain))
+        .chain(
+            [later_tools, later_surface]
+                .into_iter()
+                .flatten()
+                .map(plain),
+        )
         .chain(changes)
         .chain(output.lab_events.iter().cloned().map(Event::Lab).map(plain))
         .chain(output.execs.iter().cloned().map(Event::Exec).map(plain))
@@ -238,7 +238,7 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
                 t_ns: at.as_nanos() as u64,
             })
         }))
-        .chain(closing.into_iter().flatten().map(plain))
+        .chain(program_started.map(plain))
         .chain(
             output
                 .settles
@@ -247,7 +247,7 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
                 .map(Event::Settled)
                 .map(plain),
         )
-        .chain(ending().into_iter().flatten().map(plain))
+        .chain(ending.into_iter().flatten().map(plain))
 }
 
 fn manifest(phase: Phase, tools: &ToolList) -> Event {

@@ -301,10 +301,7 @@ async fn attempt(
         })
         .chain(read_anywhere)
         .collect();
-    output.frames = log.take();
-    output.frame_stats = log.stats();
-    output.lost.frames = output.frame_stats;
-    with_stderr_tail(&mut output);
+    take_frames(&mut output, &log);
     Ok(output)
 }
 
@@ -463,11 +460,16 @@ async fn remote(
         written: &written,
     };
     converse(None, wire, &log, plan, watch, listed, &mut output).await;
+    take_frames(&mut output, &log);
+    output
+}
+
+/// The run's frames and their counts, from its frame log, and a failure's stderr tail.
+fn take_frames(output: &mut RunOutput, log: &FrameLog) {
     output.frames = log.take();
     output.frame_stats = log.stats();
     output.lost.frames = output.frame_stats;
-    with_stderr_tail(&mut output);
-    output
+    with_stderr_tail(output);
 }
 
 /// Bytes of a server's stderr, from its end, that a failure's detail quotes from.

@@ -22,16 +22,9 @@ pub fn unpacked(path: &Path) -> Vec<u8> {
 
 /// The text of a receipt directory's log, plain or packed (a campaign packs its probes).
 pub fn log_text(dir: &Path) -> String {
-    let plain = dir.join(vac_receipts::LOG_FILE);
-    let bytes = match std::fs::read(&plain) {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let packed = std::fs::File::open(dir.join(vac_receipts::PACKED_LOG_FILE))
-                .unwrap_or_else(|e| panic!("no receipt log in {}: {e}", dir.display()));
-            zstd::decode_all(packed).expect("a packed log decodes")
-        }
-    };
-    String::from_utf8(bytes).expect("a log is UTF-8")
+    let log = vac_receipts::ReceiptLog::open(dir)
+        .unwrap_or_else(|e| panic!("no receipt log in {}: {e}", dir.display()));
+    String::from_utf8(unpacked(&log.log_path())).expect("a log is UTF-8")
 }
 
 /// Whether this process can run the privileged suites; elsewhere the test skips visibly,
@@ -463,16 +456,16 @@ impl HostState {
         }
         for run in &caused.runs {
             for root in VAC_STATE {
-                let left = cgroups_named(Path::new(root), run);
+                let left = dirs_named(Path::new(root), run);
                 assert!(left.is_empty(), "{run} left on the host: {left:#?}");
             }
         }
     }
 }
 
-/// Directories named `name` at most three levels below `root` (a run's cgroup in each
+/// Entries named `name` at most three levels below `root` (a run's cgroup in each
 /// hierarchy: `/sys/fs/cgroup/<controller>/vac/<run>`; a run directory `/run/vac/<run>`).
-fn cgroups_named(root: &Path, name: &str) -> Vec<PathBuf> {
+fn dirs_named(root: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut level = vec![root.to_path_buf()];
     for _ in 0..3 {
