@@ -1,6 +1,9 @@
-//! `vac import` as data: every `tests/data/import/<case>/config.json` gives exactly its
-//! `expected.toml` (a campaign file `vac campaign check` accepts) or is refused with exit 2
-//! and exactly its `expected.err` (naming the file and the key). `VAC_BLESS=1` rewrites them.
+//! `vac import` as data: every `tests/data/import/<case>/config.*` (one realistic file per
+//! agent host's format, and the shapes that are refused) gives exactly its `expected.toml` on
+//! stdout (a campaign file `vac campaign check` accepts) and its `expected.err` on stderr
+//! (what was imported, skipped and left to fill in), or, with no `expected.toml`, is refused
+//! with exit 2 and exactly its `expected.err` (naming the file and the key). No line of a
+//! case's `secrets` appears in anything the import wrote. `VAC_BLESS=1` rewrites them.
 
 mod common;
 
@@ -16,42 +19,70 @@ fn configs_import_to_their_expected_campaigns_or_are_refused_by_key() {
         .map(|e| e.unwrap().path())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 8);
+    assert!(cases.len() >= 16);
     let tmp = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
+    let mut secrets_checked = 0;
     for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let config = format!("tests/data/import/{name}/config.json");
+        let config = std::fs::read_dir(&case)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find(|f| f.starts_with("config."))
+            .unwrap_or_else(|| panic!("{name}: no config.* file"));
+        let config = format!("tests/data/import/{name}/{config}");
         let output = Command::new(common::VAC)
             .args(["import", &config, "--name", &name])
             .current_dir(root)
             .output()
             .unwrap();
-        let (expected, found) = if case.join("expected.err").exists() {
-            assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
-            (
-                case.join("expected.err"),
-                String::from_utf8(output.stderr).unwrap(),
-            )
-        } else {
-            assert!(output.status.success(), "{name}: {output:?}");
-            let text = String::from_utf8(output.stdout).unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let expected_toml = case.join("expected.toml");
+        let mut compared = vec![(case.join("expected.err"), stderr.clone())];
+        if expected_toml.exists() || (bless && output.status.success()) {
+            assert!(output.status.success(), "{name}: {stderr}");
             // What it writes is a campaign vac runs.
             let file = tmp.path().join(format!("{name}.toml"));
-            std::fs::write(&file, &text).unwrap();
+            std::fs::write(&file, &stdout).unwrap();
             let check = Command::new(common::VAC)
                 .args(["campaign", "check", file.to_str().unwrap()])
                 .output()
                 .unwrap();
-            assert!(check.status.success(), "{name}: {check:?}\n{text}");
-            (case.join("expected.toml"), text)
-        };
-        if bless {
-            std::fs::write(&expected, &found).unwrap();
-        } else if std::fs::read_to_string(&expected).unwrap() != found {
-            failures.push(format!("{name}: found\n{found}"));
+            assert!(check.status.success(), "{name}: {check:?}\n{stdout}");
+            compared.push((expected_toml, stdout.clone()));
+        } else {
+            assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+            assert!(stdout.is_empty(), "{name}: {stdout}");
+        }
+        if let Ok(secrets) = std::fs::read_to_string(case.join("secrets")) {
+            for secret in secrets.lines().filter(|l| !l.is_empty()) {
+                assert!(
+                    std::fs::read_to_string(root.join(&config))
+                        .unwrap()
+                        .contains(secret),
+                    "{name}: the secret {secret:?} is not in its config"
+                );
+                for (what, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+                    if text.contains(secret) {
+                        failures.push(format!("{name}: {what} holds the secret {secret:?}"));
+                    }
+                }
+                secrets_checked += 1;
+            }
+        }
+        for (expected, found) in compared {
+            if bless {
+                std::fs::write(&expected, &found).unwrap();
+            } else if std::fs::read_to_string(&expected).unwrap_or_default() != found {
+                failures.push(format!(
+                    "{name}: {} differs; found\n{found}",
+                    expected.file_name().unwrap().to_string_lossy()
+                ));
+            }
         }
     }
+    assert!(secrets_checked >= 15, "{secrets_checked}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

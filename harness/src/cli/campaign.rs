@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 #[derive(Args)]
 pub(crate) struct ImportArgs {
-    /// The config file (JSON).
+    /// The config file: JSON (comments allowed) or Codex's TOML.
     file: PathBuf,
     /// Write the campaign here (refused if it exists) instead of printing it.
     #[arg(long)]
@@ -165,15 +165,15 @@ pub(crate) fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             return Ok(Exit::Usage.into());
         }
     };
-    let campaign = match crate::campaign::import::import(&name, &text, &args.name) {
-        Ok(campaign) => campaign,
+    let imported = match crate::campaign::import::import(&name, &text, &args.name) {
+        Ok(imported) => imported,
         Err(error) => {
             eprintln!("vac: {error}");
             return Ok(Exit::Usage.into());
         }
     };
     match &args.out {
-        None => print!("{campaign}"),
+        None => print!("{}", imported.campaign),
         Some(out) => {
             let mut file = match std::fs::OpenOptions::new()
                 .write(true)
@@ -186,9 +186,13 @@ pub(crate) fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
                     return Ok(Exit::Usage.into());
                 }
             };
-            std::io::Write::write_all(&mut file, campaign.as_bytes())
+            std::io::Write::write_all(&mut file, imported.campaign.as_bytes())
                 .with_context(|| format!("cannot write {}", out.display()))?;
         }
+    }
+    eprint!("{}", imported.summary(&name));
+    if let Some(out) = &args.out {
+        eprintln!("vac: wrote {}", out.display());
     }
     Ok(Exit::Clean.into())
 }
