@@ -68,9 +68,14 @@ first_difference() {
     *.parquet) echo "$where" ;;
     *)
       line=$(echo "$where" | sed -n 's/.*line \([0-9][0-9]*\).*/\1/p')
-      if [ -n "$line" ]; then
-        echo "line $line: published: $(sed -n "${line}p" "$published" | cut -c1-160)"
-        echo "    regenerated: $(sed -n "${line}p" "$regenerated" | cut -c1-160)"
+      byte=$(echo "$where" | sed -n 's/.*byte \([0-9][0-9]*\).*/\1/p')
+      if [ -n "$line" ] && [ -n "$byte" ]; then
+        # 160 bytes of each line around the first differing byte, not the line's start.
+        local column start
+        column=$((byte - $(head -n $((line - 1)) "$published" | wc -c)))
+        start=$((column > 60 ? column - 60 : 1))
+        echo "line $line, column $column: published: …$(sed -n "${line}p" "$published" | cut -b"$start"-$((start + 159)))"
+        echo "    regenerated: …$(sed -n "${line}p" "$regenerated" | cut -b"$start"-$((start + 159)))"
       else
         echo "$where"
       fi

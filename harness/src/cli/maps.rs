@@ -41,6 +41,10 @@ pub(crate) fn parse_format(
 }
 
 pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if !args.dir.is_dir() {
+        eprintln!("vac: {}: no such directory", args.dir.display());
+        return Ok(Exit::Usage.into());
+    }
     let single =
         vac_receipts::is_receipt_dir(&args.dir) && !crate::campaign::is_campaign(&args.dir);
     let mut exit = Exit::Clean;
@@ -215,8 +219,13 @@ pub(crate) fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let file = dir.join("campaign.toml");
     std::fs::write(&file, DEMO_TOML).with_context(|| format!("cannot write {}", file.display()))?;
     let demo = Campaign::load(&file).context("the built-in campaign does not parse")?;
+    // A bar on a terminal, as a campaign shows; nothing between the reports otherwise.
+    let progress = match std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        true => Progress::Bar,
+        false => Progress::Quiet,
+    };
     let outcome = runtime
-        .block_on(campaign::run(&demo, None, Progress::Quiet))
+        .block_on(campaign::run(&demo, None, progress))
         .context("the demo campaign failed")?;
     let mut worst = ExitCode::SUCCESS;
     for member in &outcome.members {

@@ -77,13 +77,36 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the tokio runtime")
 }
 
-/// The terminal's width: `COLUMNS`, else 120.
+/// The width lines are cut to: `COLUMNS` when set, else the terminal's (stdout's, else
+/// stderr's), else 120; never under 40.
 pub(crate) fn width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|&w: &usize| w >= 40)
-        .unwrap_or(120)
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    let terminal = || {
+        [console::Term::stdout(), console::Term::stderr()]
+            .iter()
+            .find_map(console::Term::size_checked)
+            .map(|(_, columns)| usize::from(columns))
+    };
+    columns.or_else(terminal).unwrap_or(120).max(40)
+}
+
+/// A file the command line names could not be read: a usage error (exit 2), not "could
+/// not run".
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {what} {path}")]
+pub(crate) struct Unreadable {
+    what: &'static str,
+    path: String,
+    source: std::io::Error,
+}
+
+/// The text of a file the command line names (`what` it is, for the error).
+pub(crate) fn read_named(path: &std::path::Path, what: &'static str) -> Result<String, Unreadable> {
+    std::fs::read_to_string(path).map_err(|source| Unreadable {
+        what,
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The command as typed here, made to start the same in the sandbox (`probe::start`).
@@ -137,7 +160,8 @@ impl Cli {
 }
 
 /// Runs the command `cli` names; its exit code is `crate::exit`'s table (an error that
-/// stopped it is printed and exits as "could not run").
+/// stopped it is printed and exits as "could not run", or as a usage error when it is a
+/// file the command line named that could not be read).
 pub fn run(cli: Cli) -> ExitCode {
     let outcome = match cli.command {
         Command::Probe(args) => run_probe(*args),
@@ -152,6 +176,10 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     outcome.unwrap_or_else(|error| {
         eprintln!("vac: {error:#}");
-        Exit::CouldNotRun.into()
+        if error.downcast_ref::<Unreadable>().is_some() {
+            Exit::Usage.into()
+        } else {
+            Exit::CouldNotRun.into()
+        }
     })
 }

@@ -191,8 +191,7 @@ pub(crate) fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             Some("intent") => options.derivation = crate::probe::Derivation::Intent,
             Some("annotations") => options.derivation = crate::probe::Derivation::Annotations,
             _ => {
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("cannot read contract {}", path.display()))?;
+                let text = super::read_named(&path, "contract")?;
                 options.contract = Some(ContractSource {
                     name: path.display().to_string(),
                     text,

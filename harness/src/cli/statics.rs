@@ -54,8 +54,7 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
     let scope = match &args.contract {
         None => Scope::None,
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read contract {}", path.display()))?;
+            let text = super::read_named(path, "contract")?;
             match Scope::of_contract(&path.display().to_string(), &text) {
                 Ok(scope) => scope,
                 Err(error) => return usage(error.to_string()),
@@ -142,8 +141,7 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             ),
             Some(path) => {
                 let name = path.display().to_string();
-                let text =
-                    std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
+                let text = super::read_named(path, "findings")?;
                 match compare::import(&name, &text, &analysis.map) {
                     Ok(predictions) => {
                         let comparison = compare::compare(&analysis.map, &predictions, &name);

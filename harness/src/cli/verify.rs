@@ -14,6 +14,24 @@ pub(crate) struct VerifyArgs {
 
 /// The chain and blobs, then every verdict record re-derived from the recorded evidence.
 pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    // Not receipts at all is a usage error; receipts that do not verify are BROKEN (4). A
+    // probe directory whose log is gone still has its blobs, and is BROKEN.
+    let dir = args.dir.display();
+    if !args.dir.is_dir() {
+        eprintln!("vac: {dir}: no such directory");
+        return Ok(Exit::Usage.into());
+    }
+    let receipts = crate::campaign::is_campaign(&args.dir)
+        || vac_receipts::is_receipt_dir(&args.dir)
+        || args.dir.join("blobs").is_dir();
+    if !receipts {
+        eprintln!(
+            "vac: {dir}: not a receipt directory (no {} or {})",
+            vac_receipts::LOG_FILE,
+            vac_receipts::PACKED_LOG_FILE
+        );
+        return Ok(Exit::Usage.into());
+    }
     if crate::campaign::is_campaign(&args.dir) {
         return verify_campaign(&args.dir);
     }
