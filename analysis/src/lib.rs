@@ -25,6 +25,7 @@ pub mod sarif;
 pub mod scan;
 pub mod severity;
 pub mod tables;
+pub mod triage;
 
 use std::path::Path;
 

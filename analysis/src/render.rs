@@ -69,6 +69,10 @@ pub struct RenderOptions {
     pub source_root: String,
     /// The vac version that renders (SARIF `tool.driver.version`).
     pub version: String,
+    /// The confirmed cells against a baseline and suppressions (`vac report --baseline`,
+    /// `--suppress`): the JSON's `triage`, a Markdown section, SARIF `baselineState` and
+    /// `suppressions`.
+    pub triage: Option<crate::triage::Triaged>,
 }
 
 /// Every file of `formats`, as (relative path, bytes), in a fixed order.
@@ -86,11 +90,25 @@ pub fn files(
                 "map.html".into(),
                 crate::html::html(&analysis.map, Some(&analysis.comparison)).into_bytes(),
             )),
-            Format::Md => out.push((
-                "map.md".into(),
-                markdown(&analysis.map, Some(&analysis.comparison)).into_bytes(),
-            )),
-            Format::Json => out.push(("map.json".into(), pretty(&map_json(analysis)))),
+            Format::Md => {
+                let mut md = markdown(&analysis.map, Some(&analysis.comparison));
+                if let Some(triage) = &options.triage {
+                    md.push_str("\n## Against the baseline and suppressions\n\n```\n");
+                    for line in triage.lines() {
+                        md.push_str(&line);
+                        md.push('\n');
+                    }
+                    md.push_str("```\n");
+                }
+                out.push(("map.md".into(), md.into_bytes()));
+            }
+            Format::Json => {
+                let mut json = map_json(analysis);
+                if let Some(triage) = &options.triage {
+                    json["triage"] = triage.to_json();
+                }
+                out.push(("map.json".into(), pretty(&json)));
+            }
             Format::Sarif => {
                 let log = crate::sarif::sarif(
                     &analysis.map,
@@ -98,6 +116,10 @@ pub fn files(
                     &options.source_root,
                     &options.version,
                 );
+                let mut log = log;
+                if let Some(triage) = &options.triage {
+                    triage.annotate_sarif(&mut log);
+                }
                 out.push(("map.sarif".into(), pretty(&log)));
             }
             Format::Csv => {

@@ -22,6 +22,7 @@ fn options(root: &str) -> RenderOptions {
         formats: Format::ALL.to_vec(),
         source_root: root.to_string(),
         version: "0.1.0".into(),
+        triage: None,
     }
 }
 
@@ -610,4 +611,76 @@ fn a_failed_render_leaves_no_output_that_looks_complete() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, ["map.json"], "only what was there before remains");
+}
+
+/// A baseline and suppressions mark the SARIF's results (`baselineState`, an accepted
+/// external suppression with its reason) and the log stays valid; only new cells that no
+/// suppression covers fail.
+#[test]
+fn triage_marks_sarif_results_and_fails_only_new_unsuppressed_cells() {
+    use vac_analysis::triage::{Baseline, parse_suppressions, triage};
+    let (mut log, analysis) = sarif_of(3);
+    let confirmed: Vec<_> = analysis
+        .map
+        .servers
+        .iter()
+        .flat_map(|s| {
+            s.tools.iter().flat_map(move |t| {
+                t.cells
+                    .iter()
+                    .filter(|c| c.verdict == "confirmed")
+                    .map(move |c| (s.id.clone(), t.name.clone(), c.clause.clone()))
+            })
+        })
+        .collect();
+    assert!(confirmed.len() >= 3);
+    // The baseline holds every confirmed cell but the first, plus one that is gone now.
+    let cells: Vec<String> = confirmed[1..]
+        .iter()
+        .map(|(s, t, c)| format!(r#"{{"id": "{s}", "tools": [{{"name": "{t}", "cells": [{{"clause": "{c}", "verdict": "confirmed"}}]}}]}}"#))
+        .chain([r#"{"id": "gone", "tools": [{"name": "t", "cells": [{"clause": "exec", "verdict": "confirmed"}]}]}"#.to_owned()])
+        .collect();
+    let baseline = Baseline::parse(
+        "b.json",
+        &format!(r#"{{"servers": [{}]}}"#, cells.join(",")),
+    )
+    .unwrap();
+    let triaged = triage(&analysis.map, Some(&baseline), &[], "2026-12-07");
+    assert_eq!(triaged.failing().count(), 1);
+    assert_eq!(triaged.fixed.len(), 1);
+    // A suppression of the new cell: nothing fails; expired, it fails again.
+    let (server, tool, clause) = &confirmed[0];
+    let text = |expires: &str| {
+        format!(
+            "[[suppress]]\nserver = \"{server}\"\ntool = \"{tool}\"\nclause = \"{clause}\"\nreason = \"accepted\"\nexpires = \"{expires}\"\n"
+        )
+    };
+    let live = parse_suppressions("s.toml", &text("2026-12-07")).unwrap();
+    let suppressed = triage(&analysis.map, Some(&baseline), &live, "2026-12-07");
+    assert_eq!(suppressed.failing().count(), 0);
+    let expired = triage(&analysis.map, Some(&baseline), &live, "2026-12-08");
+    assert_eq!(expired.failing().count(), 1);
+    assert_eq!(expired.expired.len(), 1);
+    suppressed.annotate_sarif(&mut log);
+    check_sarif(&log, confirmed.len());
+    let results: Vec<&Value> = log["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    let states: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["baselineState"].as_str())
+        .collect();
+    assert_eq!(states.iter().filter(|s| **s == "new").count(), 1);
+    assert_eq!(
+        states.iter().filter(|s| **s == "unchanged").count(),
+        confirmed.len() - 1
+    );
+    let justified: Vec<_> = results
+        .iter()
+        .filter(|r| r["suppressions"][0]["justification"] == "accepted")
+        .collect();
+    assert_eq!(justified.len(), 1);
+    assert_eq!(justified[0]["baselineState"], "new");
 }

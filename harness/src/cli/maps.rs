@@ -28,6 +28,14 @@ pub(crate) struct ReportArgs {
     /// across uploads of one campaign. Default: the directory's name.
     #[arg(long)]
     campaign: Option<String>,
+    /// A `map.json` of a run you accepted (`--out` writes one): only confirmed cells not in
+    /// it fail (exit 1); each cell is listed new, fixed or unchanged.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// A suppressions file (`[[suppress]]` with server, tool, clause, reason and an
+    /// optional expiry): the cells it covers do not fail, and are listed with the reason.
+    #[arg(long)]
+    suppress: Option<PathBuf>,
     /// Formats to write with `--out`, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "html,md,json,csv,parquet,sarif",
           value_parser = parse_format, requires = "out")]
@@ -67,7 +75,34 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if !single || args.out.is_some() {
+    let triaging = args.baseline.is_some() || args.suppress.is_some();
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let text = super::read_named(path, "baseline")?;
+            match vac_analysis::triage::Baseline::parse(&path.display().to_string(), &text) {
+                Ok(baseline) => Some(baseline),
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            }
+        }
+        None => None,
+    };
+    let suppressions = match &args.suppress {
+        Some(path) => {
+            let text = super::read_named(path, "suppressions")?;
+            match vac_analysis::triage::parse_suppressions(&path.display().to_string(), &text) {
+                Ok(suppressions) => suppressions,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            }
+        }
+        None => Vec::new(),
+    };
+    if !single || args.out.is_some() || triaging {
         let analysis = match vac_analysis::load(&args.dir, args.campaign.as_deref()) {
             Ok(analysis) => analysis,
             Err(error) if error.is_broken() => {
@@ -113,8 +148,35 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 false => map_exit(&analysis.map),
             };
         }
+        let triaged = triaging.then(|| {
+            vac_analysis::triage::triage(
+                &analysis.map,
+                baseline.as_ref(),
+                &suppressions,
+                &super::today(),
+            )
+        });
+        if let Some(triaged) = &triaged {
+            // Only what is new and not suppressed fails; what else is wrong still keeps
+            // the exit from a clean 0.
+            let totals = analysis.map.totals();
+            exit = if triaged.failing().next().is_some() {
+                Exit::Violation
+            } else if exit == Exit::Broken || exit == Exit::CouldNotRun {
+                exit
+            } else if totals.errored > 0 || totals.not_audited > 0 || exit == Exit::Incomplete {
+                Exit::Incomplete
+            } else {
+                Exit::Clean
+            };
+            let lines = triaged.lines().join("\n");
+            match args.json {
+                true => eprintln!("{lines}"),
+                false => println!("{lines}"),
+            }
+        }
         if let Some(out) = &args.out {
-            let written = write_map(&analysis, &args.dir, out, args.format.clone())?;
+            let written = write_map(&analysis, &args.dir, out, args.format.clone(), triaged)?;
             match args.json {
                 true => eprintln!("{written}"),
                 false => println!("{written}"),
@@ -141,6 +203,7 @@ pub(crate) fn write_map(
     dir: &std::path::Path,
     out: &std::path::Path,
     formats: Vec<vac_analysis::Format>,
+    triage: Option<vac_analysis::triage::Triaged>,
 ) -> anyhow::Result<String> {
     let options = vac_analysis::RenderOptions {
         formats,
@@ -150,6 +213,7 @@ pub(crate) fn write_map(
             String::new()
         },
         version: env!("CARGO_PKG_VERSION").to_string(),
+        triage,
     };
     let written = vac_analysis::render(analysis, out, &options)
         .context("cannot write the conformance map")?;
@@ -246,7 +310,13 @@ pub(crate) fn run_demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         print!("{}", report::map_summary(&analysis.map, false, width()));
     }
     let map = dir.join("map");
-    let written = write_map(&analysis, &dir, &map, vac_analysis::Format::ALL.to_vec())?;
+    let written = write_map(
+        &analysis,
+        &dir,
+        &map,
+        vac_analysis::Format::ALL.to_vec(),
+        None,
+    )?;
     match args.json {
         true => eprintln!("{written}"),
         false => println!("{written}"),

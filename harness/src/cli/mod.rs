@@ -141,6 +141,29 @@ pub(crate) fn default_out() -> PathBuf {
     PathBuf::from("vac-receipts").join(format!("probe-{}", stamp()))
 }
 
+/// Today's date (UTC) as `YYYY-MM-DD`: when suppressions expire.
+pub(crate) fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    civil(secs / 86_400)
+}
+
+/// The civil date of a day counted from 1970-01-01 (H. Hinnant's algorithm).
+fn civil(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
 pub(crate) fn stamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -182,4 +205,14 @@ pub fn run(cli: Cli) -> ExitCode {
             Exit::CouldNotRun.into()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn days_are_civil_dates() {
+        assert_eq!(super::civil(0), "1970-01-01");
+        assert_eq!(super::civil(11_016), "2000-02-29");
+        assert_eq!(super::civil(20_794), "2026-12-07");
+    }
 }
