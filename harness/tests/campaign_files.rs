@@ -158,11 +158,10 @@ fn the_schema_accepts_the_sample_and_the_documented_example_and_refuses_bad_file
 }
 
 #[test]
-fn the_deploy_manifests_render_with_the_shard_count_and_command_lines_vac_accepts() {
+fn the_deploy_bundle_carries_its_files_and_command_lines_vac_accepts_from_its_directory() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     let to = tmp.path().join("deploy");
-    let shared = tmp.path().join("shared");
     let output = Command::new(common::VAC)
         .args([
             "campaign",
@@ -174,50 +173,91 @@ fn the_deploy_manifests_render_with_the_shard_count_and_command_lines_vac_accept
             to.to_str().unwrap(),
             "--image",
             "registry.example/vac:0.1.0",
-            "--out",
-            shared.to_str().unwrap(),
         ])
         .current_dir(root)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let read = |name: &str| std::fs::read_to_string(to.join(name)).unwrap();
-    let (k8s, sbatch, merge) = (
+    let (k8s, k8s_merge, sbatch, merge) = (
         read("kubernetes.yaml"),
+        read("kubernetes-merge.yaml"),
         read("campaign.sbatch"),
         read("merge.sbatch"),
     );
-    for text in [&k8s, &sbatch, &merge] {
+    for text in [&k8s, &k8s_merge, &sbatch, &merge] {
         assert!(!text.contains("{{"), "a placeholder is left: {text}");
+        assert!(
+            !text.contains("--kubernetes") && !text.contains("--slurm"),
+            "{text}"
+        );
     }
-    // Kubernetes: an Indexed Job of 3, privileged (and saying so), the campaign in a
-    // ConfigMap, and a merge of exactly the 3 shard directories.
+    // Every file the campaign references is in the bundle, at the place its reference
+    // resolves to (the CA file lives two directories up, beside the campaign's).
+    let campaign = "campaign/campaign/sample/campaign.toml";
+    for (bundled, source) in [
+        (campaign, "tests/data/campaign/sample/campaign.toml"),
+        (
+            "campaign/campaign/sample/contracts/notes.toml",
+            "tests/data/campaign/sample/contracts/notes.toml",
+        ),
+        (
+            "campaign/campaign/sample/data/repo/README.md",
+            "tests/data/campaign/sample/data/repo/README.md",
+        ),
+        ("campaign/tls/ca.pem", "tests/data/tls/ca.pem"),
+    ] {
+        assert_eq!(
+            std::fs::read(to.join(bundled)).unwrap(),
+            std::fs::read(root.join(source)).unwrap(),
+            "{bundled}"
+        );
+    }
+    // Kubernetes: a claim, an Indexed Job of 3, privileged (and saying so), the bundle in a
+    // ConfigMap projected to its paths, and a merge of exactly the 3 shard directories in
+    // its own file, applied after the shards completed.
+    assert!(k8s.contains("kind: PersistentVolumeClaim") && k8s.contains("name: vac-runs"));
     assert!(k8s.contains("completionMode: Indexed"));
     assert!(k8s.contains("completions: 3") && k8s.contains("parallelism: 3"));
     assert!(k8s.contains("privileged: true") && k8s.contains("PRIVILEGED:"));
     assert!(k8s.contains("image: registry.example/vac:0.1.0"));
     assert!(
-        k8s.contains("    name = \"fixtures\""),
-        "the campaign file is in the ConfigMap"
+        k8s.contains("#   name = \"fixtures\""),
+        "the campaign file, for the reader"
     );
+    assert!(k8s.contains(r#"path: "campaign/sample/campaign.toml" }"#));
+    assert!(k8s.contains(r#"path: "tls/ca.pem" }"#));
     assert!(k8s.contains(
-        "vac campaign run /campaign/campaign.toml --shards 3 --out /runs/fixtures --quiet"
+        "vac campaign run /campaign/campaign/sample/campaign.toml --shards 3 --out /runs/fixtures --quiet"
     ));
-    assert!(k8s.contains(
-        r#"command: ["vac", "campaign", "merge", "/runs/fixtures/merged", "/runs/fixtures/shard-0-of-3", "/runs/fixtures/shard-1-of-3", "/runs/fixtures/shard-2-of-3"]"#
+    assert!(!k8s.contains("kind: Job\nmetadata:\n  name: vac-fixtures-merge"));
+    assert!(k8s_merge.contains(
+        "vac campaign merge /runs/fixtures/merged /runs/fixtures/shard-0-of-3 /runs/fixtures/shard-1-of-3 /runs/fixtures/shard-2-of-3"
     ));
-    // Slurm: an array of 3 tasks and a merge of their 3 directories.
+    // Findings are not failures, and a retried merge verifies instead of refusing.
+    for text in [&k8s, &k8s_merge, &sbatch, &merge] {
+        assert!(
+            text.contains("[ $code -le 1 ] || [ $code -eq 5 ]"),
+            "{text}"
+        );
+    }
+    assert!(
+        k8s_merge.contains("vac verify /runs/fixtures/merged")
+            && merge.contains("vac verify runs/merged")
+    );
+    // Slurm: an array of 3 tasks and a merge of their 3 directories, every path relative.
     assert!(sbatch.contains("#SBATCH --array=0-2"));
-    let campaign =
-        std::path::absolute(root.join("tests/data/campaign/sample/campaign.toml")).unwrap();
-    let shared = shared.display().to_string();
-    assert!(sbatch.contains(&format!(
-        "vac campaign run {} --out {shared} --quiet",
-        campaign.display()
-    )));
-    assert!(merge.contains(&format!(
-        "vac campaign merge {shared}/merged {shared}/shard-0-of-3 {shared}/shard-1-of-3 {shared}/shard-2-of-3"
-    )));
+    assert!(sbatch.contains(&format!("vac campaign run {campaign} --out runs --quiet")));
+    assert!(merge.contains(
+        "vac campaign merge runs/merged runs/shard-0-of-3 runs/shard-1-of-3 runs/shard-2-of-3"
+    ));
+    let tmp_path = tmp.path().to_str().unwrap();
+    for text in [&sbatch, &merge] {
+        assert!(
+            !text.contains(tmp_path) && !text.contains(root.to_str().unwrap()),
+            "{text}"
+        );
+    }
     for script in ["campaign.sbatch", "merge.sbatch"] {
         let syntax = Command::new("bash")
             .arg("-n")
@@ -226,37 +266,32 @@ fn the_deploy_manifests_render_with_the_shard_count_and_command_lines_vac_accept
             .unwrap();
         assert!(syntax.status.success(), "{script}: {syntax:?}");
     }
-    // The command lines are ones vac accepts, with the shard the scheduler gives.
+    // The command lines are ones vac accepts in the bundle's directory (where a user submits
+    // from), with the shard the scheduler gives.
     let k8s_check = Command::new(common::VAC)
         .args([
             "campaign",
             "check",
-            campaign.to_str().unwrap(),
+            campaign,
             "--shards",
             "3",
             "--out",
             "/runs/fixtures",
         ])
         .env("JOB_COMPLETION_INDEX", "2")
+        .current_dir(&to)
         .output()
         .unwrap();
     assert!(k8s_check.status.success(), "{k8s_check:?}");
     assert!(String::from_utf8_lossy(&k8s_check.stdout).contains("/runs/fixtures/shard-2-of-3"));
     let slurm_check = Command::new(common::VAC)
-        .args([
-            "campaign",
-            "check",
-            campaign.to_str().unwrap(),
-            "--out",
-            &shared,
-        ])
+        .args(["campaign", "check", campaign, "--out", "runs"])
         .env("SLURM_ARRAY_TASK_ID", "1")
         .env("SLURM_ARRAY_TASK_MIN", "0")
         .env("SLURM_ARRAY_TASK_COUNT", "3")
+        .current_dir(&to)
         .output()
         .unwrap();
     assert!(slurm_check.status.success(), "{slurm_check:?}");
-    assert!(
-        String::from_utf8_lossy(&slurm_check.stdout).contains(&format!("{shared}/shard-1-of-3"))
-    );
+    assert!(String::from_utf8_lossy(&slurm_check.stdout).contains("runs/shard-1-of-3"));
 }

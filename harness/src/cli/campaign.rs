@@ -60,19 +60,23 @@ pub(crate) struct CampaignDeployArgs {
     /// How many shards.
     #[arg(long)]
     shards: u32,
-    /// The directory to write `kubernetes.yaml`, `campaign.sbatch` and `merge.sbatch` in.
+    /// The bundle's directory: the campaign and its files under `campaign/`,
+    /// `campaign.sbatch`, `merge.sbatch`, `kubernetes.yaml` and `kubernetes-merge.yaml`.
     #[arg(long)]
     to: PathBuf,
     /// The container image with vac in it (Kubernetes).
     #[arg(long, default_value = "vac:latest")]
     image: String,
-    /// The PersistentVolumeClaim the shards write to (Kubernetes).
+    /// The PersistentVolumeClaim the manifests create and the shards write to (Kubernetes).
     #[arg(long, default_value = "vac-runs")]
     claim: String,
-    /// The shared directory every Slurm node writes its shard under (default: the
-    /// campaign's `out`, made absolute).
-    #[arg(long)]
-    out: Option<PathBuf>,
+    /// The claim's size (Kubernetes).
+    #[arg(long, default_value = "10Gi")]
+    storage: String,
+    /// Where the Slurm shards write: relative to the directory the scripts are submitted
+    /// from, unless absolute.
+    #[arg(long, default_value = "runs")]
+    out: String,
 }
 
 #[derive(Args)]
@@ -295,21 +299,29 @@ pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode>
                 eprintln!("vac: --shards {}: expected 1 to 10000", args.shards);
                 return Ok(Exit::Usage.into());
             }
-            let out = args.out.clone().unwrap_or_else(|| loaded.out.clone());
             let deploy = campaign::deploy::Deploy {
                 shards: args.shards,
                 image: args.image.clone(),
                 claim: args.claim.clone(),
-                out: std::path::absolute(&out)
-                    .unwrap_or(out)
-                    .display()
-                    .to_string(),
+                storage: args.storage.clone(),
+                out: args.out.clone(),
             };
-            let files = campaign::deploy::render(&loaded, &deploy);
-            match campaign::deploy::write(&args.to, &files) {
+            let bundle = match campaign::deploy::render(&loaded, &deploy) {
+                Ok(bundle) => bundle,
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    return Ok(Exit::Usage.into());
+                }
+            };
+            match campaign::deploy::write(&args.to, &bundle) {
                 Ok(written) => {
                     for path in written {
                         println!("{}", path.display());
+                    }
+                    for path in &bundle.absolute {
+                        eprintln!(
+                            "vac: {path}: an absolute path the campaign names: it must exist on every node"
+                        );
                     }
                     return Ok(Exit::Clean.into());
                 }
