@@ -13,8 +13,10 @@ pub struct Limits {
     pub pids: u64,
     /// CPU bandwidth in cores (cgroup CPU quota); 0.5 is half of one core.
     pub cpu_cores: f64,
-    /// CPU seconds each process may burn (RLIMIT_CPU).
-    pub cpu_time: Duration,
+    /// CPU seconds each process may burn (RLIMIT_CPU); `None` (the default) sets none, as
+    /// on an ordinary host, where a limit a server can read would tell it is audited (the
+    /// cgroup's CPU quota and the wall clock bound the run all the same).
+    pub cpu_time: Option<Duration>,
     /// Time from spawn until the whole run is killed.
     pub wall_clock: Duration,
     /// Bytes the run may write anywhere: the size of the tmpfs holding the upper layer.
@@ -31,7 +33,7 @@ impl Default for Limits {
             memory_bytes: 1 << 30,
             pids: 256,
             cpu_cores: 1.0,
-            cpu_time: Duration::from_secs(300),
+            cpu_time: None,
             wall_clock: Duration::from_secs(600),
             write_bytes: 256 << 20,
             write_inodes: 65_536,
@@ -80,10 +82,12 @@ impl Limits {
                 "must be between 0.01 and 1024 cores",
             );
         }
-        if self.cpu_time < Duration::from_secs(1) {
+        if let Some(cpu_time) = self.cpu_time
+            && cpu_time < Duration::from_secs(1)
+        {
             return bad(
                 "cpu_time",
-                format!("{:?}", self.cpu_time),
+                format!("{cpu_time:?}"),
                 "RLIMIT_CPU counts whole seconds; at least 1 s",
             );
         }
@@ -182,7 +186,7 @@ mod tests {
             ),
             (
                 Limits {
-                    cpu_time: Duration::from_millis(10),
+                    cpu_time: Some(Duration::from_millis(10)),
                     ..Limits::default()
                 },
                 "cpu_time = 10ms",

@@ -313,7 +313,13 @@ impl Sandbox {
             uid,
             gid,
             rlimits: vec![
-                (Resource::RLIMIT_CPU, config.limits.cpu_time.as_secs()),
+                (
+                    Resource::RLIMIT_CPU,
+                    config
+                        .limits
+                        .cpu_time
+                        .map_or(nix::sys::resource::RLIM_INFINITY, |t| t.as_secs()),
+                ),
                 (Resource::RLIMIT_NOFILE, config.limits.open_files),
                 (Resource::RLIMIT_CORE, 0),
             ],

@@ -15,7 +15,7 @@ mod event;
 pub mod inputs;
 mod observe;
 mod plan;
-mod plants;
+pub(crate) mod plants;
 mod record;
 mod replay;
 mod report;

@@ -229,9 +229,71 @@ pub(crate) fn escapes_from_work(planted: &Planted) -> Vec<String> {
 
 /// The environment variable that holds a canary: a name a developer's shell might export.
 const ENV_CANARY: &str = "DEPLOY_TOKEN";
-/// The first line of an ed25519 key in OpenSSH's format (`openssh-key-v1`, no cipher).
-const SSH_KEY_HEAD: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW";
-const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// The comment an OpenSSH key carries: its owner at her machine.
+const SSH_KEY_COMMENT: &str = "dana@laptop";
+
+/// A valid, unencrypted ed25519 private key in OpenSSH's format (`openssh-key-v1`, what
+/// `ssh-keygen -t ed25519` writes), its key and check integers derived from `seed`: it
+/// passes `ssh-keygen -y`, which a server can run to tell a planted key. Returns the file
+/// and its second base64 line (the first is the same for every ed25519 key; the second
+/// holds the public key), the canary's token.
+pub(crate) fn openssh_ed25519(seed: [u8; 32], check: u32, comment: &str) -> (String, String) {
+    use base64::Engine;
+    let public = ed25519_dalek::SigningKey::from_bytes(&seed)
+        .verifying_key()
+        .to_bytes();
+    let string = |out: &mut Vec<u8>, bytes: &[u8]| {
+        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(bytes);
+    };
+    let mut public_blob = Vec::new();
+    string(&mut public_blob, b"ssh-ed25519");
+    string(&mut public_blob, &public);
+    let mut private = Vec::new();
+    private.extend_from_slice(&check.to_be_bytes());
+    private.extend_from_slice(&check.to_be_bytes());
+    string(&mut private, b"ssh-ed25519");
+    string(&mut private, &public);
+    string(&mut private, &[seed.as_slice(), public.as_slice()].concat());
+    string(&mut private, comment.as_bytes());
+    // Padded to the cipher's block size (8 for "none") with 1, 2, 3…
+    let mut pad = 1u8;
+    while private.len() % 8 != 0 {
+        private.push(pad);
+        pad += 1;
+    }
+    let mut key = b"openssh-key-v1\0".to_vec();
+    string(&mut key, b"none");
+    string(&mut key, b"none");
+    string(&mut key, b"");
+    key.extend_from_slice(&1u32.to_be_bytes());
+    string(&mut key, &public_blob);
+    string(&mut key, &private);
+    let text = base64::engine::general_purpose::STANDARD.encode(&key);
+    let lines: Vec<&str> = text
+        .as_bytes()
+        .chunks(70)
+        .map(|c| std::str::from_utf8(c).unwrap_or_default())
+        .collect();
+    let token = lines.get(1).copied().unwrap_or_default().to_owned();
+    (
+        format!(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----\n",
+            lines.join("\n")
+        ),
+        token,
+    )
+}
+
+/// 32 bytes only this probe's nonce gives (for `kind`).
+pub(crate) fn seed(nonce: &str, kind: &str) -> [u8; 32] {
+    *blake3::Hasher::new()
+        .update(kind.as_bytes())
+        .update(b":")
+        .update(nonce.as_bytes())
+        .finalize()
+        .as_bytes()
+}
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
@@ -264,23 +326,14 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
         let relative = absolute.strip_prefix(view.root()).unwrap_or(&absolute);
         relative.display().to_string()
     };
-    let (ssh, aws, dotenv) = (
-        secret(nonce, "ssh", BASE64, 70),
+    let check = u32::from_be_bytes(seed(nonce, "ssh-check")[..4].try_into().unwrap_or_default());
+    let (ssh_key, ssh) = openssh_ed25519(seed(nonce, "ssh"), check, SSH_KEY_COMMENT);
+    let (aws, dotenv) = (
         secret(nonce, "aws", ALNUM, 40),
         format!("sk_live_{}", secret(nonce, "env", ALNUM, 24)),
     );
     let files = [
-        (
-            "ssh_key",
-            in_home(".ssh/id_rsa"),
-            format!(
-                "-----BEGIN OPENSSH PRIVATE KEY-----\n{SSH_KEY_HEAD}\n{ssh}\n{}\n{}\n\
-                 -----END OPENSSH PRIVATE KEY-----\n",
-                secret(nonce, "ssh-2", BASE64, 70),
-                secret(nonce, "ssh-3", BASE64, 22),
-            ),
-            ssh,
-        ),
+        ("ssh_key", in_home(".ssh/id_rsa"), ssh_key, ssh),
         (
             "aws_credentials",
             in_home(".aws/credentials"),
@@ -378,6 +431,60 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SSH canary is a key OpenSSH takes: `ssh-keygen -y` derives its public key (the
+    /// one the file carries) where the tool is installed; its structure is checked as
+    /// ssh-keygen parses it everywhere.
+    #[test]
+    fn the_ssh_canary_is_a_key_openssh_accepts() {
+        use base64::Engine;
+        let (file, token) = openssh_ed25519(seed("n0nce", "ssh"), 7, SSH_KEY_COMMENT);
+        assert!(file.contains(&format!("\n{token}\n")));
+        let body: String = file.lines().filter(|l| !l.starts_with("-----")).collect();
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
+        assert!(key.starts_with(b"openssh-key-v1\0"));
+        let public = ed25519_dalek::SigningKey::from_bytes(&seed("n0nce", "ssh"))
+            .verifying_key()
+            .to_bytes();
+        let mut blob = vec![0, 0, 0, 11];
+        blob.extend_from_slice(b"ssh-ed25519");
+        blob.extend_from_slice(&[0, 0, 0, 32]);
+        blob.extend_from_slice(&public);
+        let expected = format!(
+            "ssh-ed25519 {} {SSH_KEY_COMMENT}",
+            base64::engine::general_purpose::STANDARD.encode(&blob)
+        );
+        assert!(key.windows(blob.len()).any(|w| w == blob.as_slice()));
+        let Some(keygen) = which_ssh_keygen() else {
+            eprintln!("ssh-keygen is not installed: the structure alone was checked");
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("id");
+        std::fs::write(&path, &file).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let out = std::process::Command::new(keygen)
+            .args(["-y", "-f"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected);
+    }
+
+    fn which_ssh_keygen() -> Option<std::path::PathBuf> {
+        [
+            "/usr/bin/ssh-keygen",
+            "/bin/ssh-keygen",
+            "/usr/local/bin/ssh-keygen",
+        ]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+    }
 
     #[test]
     fn every_canary_has_a_unique_token_that_names_nothing_of_vac() {

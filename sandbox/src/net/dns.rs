@@ -106,12 +106,25 @@ pub(crate) fn parse_query(message: &[u8]) -> Option<Question> {
     })
 }
 
-/// The answer to a query whose question is `question`.
+/// The TTL a resolver's cache gives a name's answer: one of the values zones commonly set,
+/// less the part of it already spent in the cache (both from the name, stable across runs),
+/// as a recursive resolver answers, not the same 60 s for every name.
+pub(crate) fn ttl_of(name: &str) -> u32 {
+    const ZONE_TTLS: [u32; 7] = [60, 300, 300, 600, 1800, 3600, 86_400];
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let h = blake3::hash(format!("ttl:{name}").as_bytes());
+    let h = h.as_bytes();
+    let zone = ZONE_TTLS[usize::from(h[0]) % ZONE_TTLS.len()];
+    zone - u32::from_be_bytes([0, h[1], h[2], h[3]]) % (zone / 2)
+}
+
+/// The answer to a query whose question is `question`: a recursive resolver's, so not
+/// authoritative.
 pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
     let mut reply = Vec::with_capacity(question.end + 28);
     reply.extend_from_slice(&query[..2]);
-    // QR, the query's opcode and RD, AA; RA, NOERROR.
-    reply.push(0x80 | (query[2] & 0x79) | 0x04);
+    // QR, the query's opcode and RD; RA, NOERROR.
+    reply.push(0x80 | (query[2] & 0x79));
     reply.push(0x80);
     let rdata: Vec<u8> = match address_of(&question.name, question.qtype) {
         Some(IpAddr::V4(v4)) => v4.octets().to_vec(),
@@ -126,7 +139,8 @@ pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
     if answers == 1 {
         reply.extend_from_slice(&[0xc0, 12]); // the name of the question
         reply.extend_from_slice(&question.qtype.to_be_bytes());
-        reply.extend_from_slice(&[0, 1, 0, 0, 0, 60]); // class IN, TTL 60
+        reply.extend_from_slice(&[0, 1]); // class IN
+        reply.extend_from_slice(&ttl_of(&question.name).to_be_bytes());
         reply.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         reply.extend_from_slice(&rdata);
     }
@@ -251,6 +265,20 @@ mod tests {
         };
         assert_eq!(first_a(&reply, 0x1234), Some(own));
         assert_eq!(first_a(&reply, 0x1235), None);
+        // A recursive resolver's answer: recursion available, not authoritative.
+        assert_eq!((reply[2] & 0x04, reply[3] & 0x80), (0, 0x80));
+    }
+
+    /// TTLs vary by name as cached answers' do, within what zones set, and stay the same
+    /// for one name.
+    #[test]
+    fn ttls_vary_by_name_as_a_caches_do() {
+        let ttls: std::collections::HashSet<u32> = (0..200)
+            .map(|i| ttl_of(&format!("host{i}.example.org")))
+            .collect();
+        assert!(ttls.len() > 50, "{}", ttls.len());
+        assert!(ttls.iter().all(|t| (30..=86_400).contains(t)));
+        assert_eq!(ttl_of("Example.com."), ttl_of("example.com"));
     }
 
     /// Names a server might compare get addresses of their own, the same whatever the case
