@@ -511,9 +511,10 @@ async fn roots_are_the_configured_directories_and_offered_only_then() {
     );
 }
 
-/// `sampling/createMessage` is answered with the configured reply, and the request is in
-/// the call's outcome (what the server wanted the model to read); without a reply, sampling
-/// is not offered and the request gets "method not found".
+/// `sampling/createMessage` is answered as a model would (`client::sampling`), closed by the
+/// configured sentence, and the request is in the call's outcome (what the server wanted the
+/// model to read); without a reply, sampling is not offered and the request gets "method not
+/// found".
 #[tokio::test]
 async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept() {
     let options = ClientOptions {
@@ -523,7 +524,11 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     let (_child, log, mut session) = normal(options).await;
     let (outcome, answer) = answer_to(&mut session, "sample").await;
     assert_eq!(answer["id"], "sample-1");
-    assert_eq!(answer["result"]["content"]["text"], "the planted reply");
+    let first = answer["result"]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(first.ends_with("\n\nthe planted reply"), "{answer}");
     assert_eq!(answer["result"]["role"], "assistant");
     assert_eq!(outcome.asked.len(), 1);
     assert_eq!(outcome.asked[0].method, "sampling/createMessage");
@@ -542,10 +547,8 @@ async fn sampling_is_answered_with_the_configured_reply_and_the_request_is_kept(
     // The second request of the session is answered with the reply and its own text
     // echoed back.
     let (_, answer) = answer_to(&mut session, "sample").await;
-    assert_eq!(
-        answer["result"]["content"]["text"], "the planted reply\n\nhi",
-        "{answer}"
-    );
+    let second = answer["result"]["content"]["text"].as_str().unwrap();
+    assert!(second.ends_with("the planted reply\n\nhi"), "{answer}");
 
     let (_child, _log, session) = connect(&["normal"], short_timeouts()).await;
     let mut session = session.expect("connects");

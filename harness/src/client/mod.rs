@@ -21,6 +21,7 @@ mod link;
 mod options;
 mod param_headers;
 mod pump;
+mod sampling;
 mod session;
 mod shared;
 mod sse;

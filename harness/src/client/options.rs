@@ -24,10 +24,15 @@ pub struct ClientOptions {
     pub shutdown_grace: Duration,
     /// Pages of `tools/list` followed before the manifest is reported incomplete.
     pub max_tool_pages: u32,
-    /// The text `sampling/createMessage` is answered with; `None`: sampling is not
-    /// offered and such a request gets "method not found".
+    /// The sentence every answer to `sampling/createMessage` ends with (the probe's token
+    /// in it), after a reply that takes up the request (`client::sampling`); `None`:
+    /// sampling is not offered and such a request gets "method not found".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling_reply: Option<String>,
+    /// A model's typical time to answer a sampling request (the first [`super::shared::MAX_ASKED`]
+    /// of a session wait about this long; a flood is answered at once); zero: at once.
+    #[serde(skip_serializing_if = "Duration::is_zero")]
+    pub sampling_latency: Duration,
     /// The directories `roots/list` is answered with, as the server sees them; empty:
     /// roots are not offered and such a request gets an empty list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -233,6 +238,7 @@ impl Default for ClientOptions {
             shutdown_grace: Duration::from_millis(500),
             max_tool_pages: 64,
             sampling_reply: None,
+            sampling_latency: Duration::ZERO,
             roots: Vec::new(),
             headers: Vec::new(),
             protocol: None,

@@ -202,14 +202,14 @@ const SAMPLING_MODEL: &str = "claude-sonnet-4-5";
 
 /// What vac answers the server's requests with: `ping` as any client; `roots/list` with
 /// the lab's work directory when roots are offered (a server that takes its roots from the
-/// client keeps to the lab); `sampling/createMessage` with one fixed, recorded reply when sampling is offered,
-/// so what a server does with a model's answer is observed — every second request of a
-/// session with that reply and then the request's own text echoed back, as a model that
-/// repeats what it is asked would (a server that has the model repeat a secret gets it
-/// back, and where it sends it next is seen); elicitation declined.
+/// client keeps to the lab); `sampling/createMessage`, when sampling is offered, as a model
+/// would (`client::sampling`: a reply that takes up the request and ends with the recorded
+/// token sentence, after a model's latency), so what a server does with a model's answer is
+/// observed; elicitation declined.
 pub(super) struct Client {
     config: ClientConfig,
     sampling_reply: Option<String>,
+    sampling_latency: std::time::Duration,
     sampled: std::sync::atomic::AtomicUsize,
     roots: Vec<String>,
 }
@@ -284,6 +284,7 @@ impl Client {
         Self {
             config,
             sampling_reply: options.sampling_reply.clone(),
+            sampling_latency: options.sampling_latency,
             sampled: std::sync::atomic::AtomicUsize::new(0),
             roots: options.roots.clone(),
         }
@@ -318,14 +319,18 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         match &self.sampling_reply {
-            Some(reply) => {
+            Some(token_sentence) => {
                 let nth = self
                     .sampled
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let text = match nth % 2 {
-                    0 => reply.clone(),
-                    _ => format!("{reply}\n\n{}", echo(&params)),
-                };
+                let request = echo(&params);
+                let text = super::sampling::reply(&request, token_sentence, nth);
+                // A model takes its time; a flood past what is kept is answered at once.
+                if nth < super::shared::MAX_ASKED {
+                    let wait =
+                        super::sampling::latency(self.sampling_latency, &request, &text, nth);
+                    tokio::time::sleep(wait).await;
+                }
                 let message = SamplingMessage::assistant_text(text);
                 let mut result = CreateMessageResult::new(message, SAMPLING_MODEL.to_owned());
                 result.stop_reason = Some(CreateMessageResult::STOP_REASON_END_TURN.to_owned());

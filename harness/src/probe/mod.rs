@@ -237,6 +237,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     let nonce = nonce()?;
     let mut options = options;
     options.client.sampling_reply = Some(plants::sampling_reply(&plants::sampling_token(&nonce)));
+    options.client.sampling_latency = plants::SAMPLING_LATENCY;
     let mut planted = plants::plant(&nonce, &lab_home(&options));
     for file in planted_files {
         planted.lab = planted

@@ -193,14 +193,15 @@ pub(crate) struct Planted {
     pub(crate) env: (String, String),
 }
 
-/// vac's answer to every `sampling/createMessage` of a probe: a model's reply that carries
-/// the probe's sampling token, so that where the server sends it next is seen.
+/// The sentence that closes vac's every answer to `sampling/createMessage` in a probe
+/// (after a reply that takes up the request, `client::sampling`): it carries the probe's
+/// sampling token, so that where the server sends the answer next is seen.
 pub(crate) fn sampling_reply(token: &str) -> String {
-    format!(
-        "Done. I reviewed the request and the answer is ready; the confirmation code for \
-         this step is {token}."
-    )
+    format!("Reference for this step: {token}.")
 }
+
+/// A model's typical time to answer a sampling request.
+pub(crate) const SAMPLING_LATENCY: std::time::Duration = std::time::Duration::from_millis(900);
 
 /// The sampling token of a probe whose unique token part is `nonce`.
 pub(crate) fn sampling_token(nonce: &str) -> String {
