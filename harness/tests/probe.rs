@@ -632,11 +632,15 @@ def tools(m):
         let mut table = std::fs::File::open(format!("/proc/{pid}/mountinfo")).unwrap();
         let mut text = String::new();
         table.read_to_string(&mut text).unwrap();
+        // A run's mounts are its tmpfs (the run directory) and the host root's bind below it.
+        let root = format!("{}/", run_root.path().display());
         let run = run_mounts(&text, run_root.path())
             .iter()
-            .filter_map(|m| m.strip_suffix("/lower"))
-            .find(|run| own(run))
-            .map(str::to_string);
+            .filter_map(|m| {
+                let id = m.strip_prefix(&root)?.split('/').next()?;
+                Some(format!("{root}{id}"))
+            })
+            .find(|run| own(run));
         if let Some(run) = run {
             break run;
         }

@@ -187,9 +187,15 @@ impl RunDir {
             path: dir.path.clone(),
             source,
         })?;
-        for sub in ["lab", "mask", "lower", "upper", "work", "merged"] {
-            let sub = dir.path.join(sub);
-            fs::create_dir(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
+        for sub in [
+            dir.lab_layer(),
+            dir.mask_layer(),
+            dir.lower(),
+            dir.upper(),
+            dir.work(),
+            dir.merged(),
+        ] {
+            fs::create_dir_all(&sub).map_err(|source| RunDirError::Create { path: sub, source })?;
         }
         let lower = dir.lower();
         mount(
@@ -246,20 +252,41 @@ impl RunDir {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+    /// The layers are named as a container engine's overlay storage names them
+    /// (`l/<26 base32>` for each lower, `<64 hex>/diff` and `<64 hex>/work`): the program
+    /// reads them in `/proc/self/mountinfo`, where names like `lab` or `mask` would say what
+    /// they are. Stable for a run directory, different between runs.
+    fn layer(&self, what: &str) -> PathBuf {
+        const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        let hash = blake3::hash(format!("{what}:{}", self.path.display()).as_bytes());
+        match what {
+            "diff" | "work" => {
+                let id = blake3::hash(format!("layer:{}", self.path.display()).as_bytes());
+                self.path.join(id.to_hex().as_str()).join(what)
+            }
+            _ => {
+                let name: String = hash.as_bytes()[..26]
+                    .iter()
+                    .map(|b| char::from(BASE32[usize::from(*b) % 32]))
+                    .collect();
+                self.path.join("l").join(name)
+            }
+        }
+    }
     pub(crate) fn lab_layer(&self) -> PathBuf {
-        self.path.join("lab")
+        self.layer("lab")
     }
     pub(crate) fn mask_layer(&self) -> PathBuf {
-        self.path.join("mask")
+        self.layer("mask")
     }
     pub(crate) fn lower(&self) -> PathBuf {
-        self.path.join("lower")
+        self.layer("lower")
     }
     pub(crate) fn upper(&self) -> PathBuf {
-        self.path.join("upper")
+        self.layer("diff")
     }
     pub(crate) fn work(&self) -> PathBuf {
-        self.path.join("work")
+        self.layer("work")
     }
     pub(crate) fn merged(&self) -> PathBuf {
         self.path.join("merged")
@@ -380,4 +407,42 @@ pub(crate) fn sweep_stale(root: &Path) -> Vec<String> {
 
 fn tmpfs_options(bytes: u64, inodes: u64) -> String {
     format!("size={bytes},nr_inodes={inodes},mode=755")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layers' names are a container engine's, stable for a run and different between
+    /// runs, and none says what the layer is.
+    #[test]
+    fn layers_are_named_as_a_container_engines_storage_names_them() {
+        let dir = |path: &str| RunDir {
+            path: PathBuf::from(path),
+            tmpfs: false,
+            lower: false,
+        };
+        let (one, two) = (dir("/run/x/run-1"), dir("/run/x/run-2"));
+        let layers = [
+            one.lab_layer(),
+            one.mask_layer(),
+            one.lower(),
+            one.upper(),
+            one.work(),
+        ];
+        for layer in &layers {
+            let name = layer.strip_prefix(&one.path).unwrap().display().to_string();
+            let engine = (name.len() == 28 && name.starts_with("l/"))
+                || (name.len() == 69 && (name.ends_with("/diff") || name.ends_with("/work")));
+            assert!(engine, "{name}");
+            for word in ["lab", "mask", "lower", "upper"] {
+                assert!(!name.contains(word), "{name}");
+            }
+        }
+        assert_eq!(one.upper().parent(), one.work().parent());
+        assert_eq!(one.lab_layer(), dir("/run/x/run-1").lab_layer());
+        assert_ne!(one.lab_layer(), two.lab_layer());
+        let distinct: std::collections::HashSet<_> = layers.iter().collect();
+        assert_eq!(distinct.len(), 5);
+    }
 }

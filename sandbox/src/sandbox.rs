@@ -809,7 +809,11 @@ impl Stopped {
     }
     /// The run's upper layer, on the host.
     pub fn upper_dir(&self) -> PathBuf {
-        self.run_dir().join("upper")
+        self.guard
+            .run_dir
+            .as_ref()
+            .map(|d| d.upper())
+            .unwrap_or_default()
     }
     /// The run directory on the host.
     pub fn run_dir(&self) -> PathBuf {
