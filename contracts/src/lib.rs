@@ -56,6 +56,7 @@ pub use observation::{
 pub use pattern::PatternError;
 pub use places::{
     ACCOUNT_DATABASE, LOADED_BY_CONVENTION, NEVER_READ, loaded_by_convention, never_read,
+    never_read_place,
 };
 pub use reason::{ErrorKind, SkipReason};
 pub use service::Service;
@@ -84,4 +85,6 @@ pub const DERIVED_NAMES: [&str; 2] = [
 ///   elicitation) whatever it offers; a tool whose words confine it to a place gets the
 ///   escape probes; a refusal that names an argument the tool does not take is retried
 ///   without it.
-pub const RULES: u32 = 2;
+/// - 3: the environment of the server's own processes (`/proc/<pid>/environ` of any pid
+///   but the sandbox's init) is no longer a never-read place (`places::never_read`).
+pub const RULES: u32 = 3;

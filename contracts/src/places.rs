@@ -62,9 +62,26 @@ static SET: LazyLock<GlobSet> = LazyLock::new(|| {
     set.build().expect("the never-read globs are valid")
 });
 
-/// The [`NEVER_READ`] glob `path` falls under, if any.
-pub fn never_read(path: &str) -> Option<&'static str> {
+/// The [`NEVER_READ`] glob `path` falls under, if any: a place whose read is watched,
+/// whoever's it is.
+pub fn never_read_place(path: &str) -> Option<&'static str> {
     SET.matches(path).first().map(|&i| NEVER_READ[i])
+}
+
+/// The [`NEVER_READ`] glob `path` falls under when reading it is a violation. Not the
+/// environment of the server's own processes: paths are as the server saw them in vac's
+/// sandbox, whose pid namespace holds only the server's process tree and its init (pid 1,
+/// whose `/proc/1/environ` it cannot read); `/proc/self/environ`, `/proc/2/environ` and
+/// their tasks' are a copy of the environment vac gave the server (a browser's crash
+/// handler reads its parent's). What is graded there is its values leaving, as for any
+/// canary (`result.secrets`, `net.egress`).
+pub fn never_read(path: &str) -> Option<&'static str> {
+    let place = never_read_place(path)?;
+    let pid = path
+        .strip_prefix("/proc/")
+        .and_then(|rest| rest.split('/').next());
+    let own_environment = place.ends_with("/environ") && pid.is_some_and(|pid| pid != "1");
+    (!own_environment).then_some(place)
 }
 
 #[cfg(test)]
@@ -74,7 +91,14 @@ mod tests {
     #[test]
     fn account_files_and_other_environments_are_never_read() {
         assert_eq!(never_read("/etc/passwd"), Some("/etc/passwd"));
-        assert_eq!(never_read("/proc/17/environ"), Some("/proc/*/environ"));
+        assert_eq!(never_read("/proc/1/environ"), Some("/proc/*/environ"));
+        assert_eq!(never_read("/proc/1/task/1/environ"), Some("/proc/*/task/*/environ"));
+        // The server's own processes' environment: a copy of what vac gave it.
+        for own in ["/proc/17/environ", "/proc/self/environ", "/proc/2/task/9/environ"] {
+            assert_eq!(never_read(own), None, "{own}");
+            assert!(never_read_place(own).is_some(), "{own}");
+        }
+        assert_eq!(never_read("/proc/17/mem"), Some("/proc/*/mem"));
         assert_eq!(never_read("/proc/1/task/2/mem"), Some("/proc/*/task/*/mem"));
         assert_eq!(
             never_read("/etc/ssh/ssh_host_ed25519_key"),

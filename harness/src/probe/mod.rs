@@ -1073,7 +1073,7 @@ fn server(options: &ProbeOptions, planted: &plants::Planted) -> Result<Server, P
         .limits(options.limits.clone())
         .run_as(options.user)
         // Outside the lab, only reads no tool is meant to make are evidence.
-        .access_filter(|path| vac_contracts::never_read(&path.to_string_lossy()).is_some());
+        .access_filter(|path| vac_contracts::never_read_place(&path.to_string_lossy()).is_some());
     for path in &options.inputs.expose {
         builder = builder.expose(path);
     }

@@ -321,7 +321,7 @@ fn accesses(
         .accesses
         .iter()
         .filter(|a| !a.wrote)
-        .filter(|a| vac_contracts::never_read(&a.path.to_string_lossy()).is_some())
+        .filter(|a| vac_contracts::never_read_place(&a.path.to_string_lossy()).is_some())
         .map(|a| LabEvent {
             kind: FsEventKind::CloseNoWrite,
             path: a.path.clone(),
