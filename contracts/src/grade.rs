@@ -402,6 +402,10 @@ impl Context<'_> {
         if !(spec.restricts)(effect) {
             return false;
         }
+        // The server's own environment is no file a tool reads (`places::own_environment`).
+        if effect.class == EffectClass::Read && crate::places::own_environment(&effect.path) {
+            return false;
+        }
         if spec.subject == Subject::Repeats {
             // Only what the repeat added to the state it found counts: a rewrite of
             // identical bytes, or traffic to a destination (a program, a listener) the first

@@ -56,7 +56,7 @@ pub use observation::{
 pub use pattern::PatternError;
 pub use places::{
     ACCOUNT_DATABASE, LOADED_BY_CONVENTION, NEVER_READ, loaded_by_convention, never_read,
-    never_read_place,
+    never_read_place, own_environment,
 };
 pub use reason::{ErrorKind, SkipReason};
 pub use service::Service;
@@ -86,5 +86,6 @@ pub const DERIVED_NAMES: [&str; 2] = [
 ///   escape probes; a refusal that names an argument the tool does not take is retried
 ///   without it.
 /// - 3: the environment of the server's own processes (`/proc/<pid>/environ` of any pid
-///   but the sandbox's init) is no longer a never-read place (`places::never_read`).
+///   but the sandbox's init) is no never-read place and no read under any file rule
+///   (`places::own_environment`).
 pub const RULES: u32 = 3;

@@ -77,11 +77,20 @@ pub fn never_read_place(path: &str) -> Option<&'static str> {
 /// canary (`result.secrets`, `net.egress`).
 pub fn never_read(path: &str) -> Option<&'static str> {
     let place = never_read_place(path)?;
+    (!own_environment(path)).then_some(place)
+}
+
+/// Whether `path` is the environment of one of the server's own processes (any pid but the
+/// sandbox's init, `self`, their tasks'): a copy of what vac gave the server, not a file a
+/// tool reads. Not graded as a read under any file rule; its values leaving are.
+pub fn own_environment(path: &str) -> bool {
+    let Some(place) = never_read_place(path) else {
+        return false;
+    };
     let pid = path
         .strip_prefix("/proc/")
         .and_then(|rest| rest.split('/').next());
-    let own_environment = place.ends_with("/environ") && pid.is_some_and(|pid| pid != "1");
-    (!own_environment).then_some(place)
+    place.ends_with("/environ") && pid.is_some_and(|pid| pid != "1")
 }
 
 #[cfg(test)]
@@ -92,9 +101,16 @@ mod tests {
     fn account_files_and_other_environments_are_never_read() {
         assert_eq!(never_read("/etc/passwd"), Some("/etc/passwd"));
         assert_eq!(never_read("/proc/1/environ"), Some("/proc/*/environ"));
-        assert_eq!(never_read("/proc/1/task/1/environ"), Some("/proc/*/task/*/environ"));
+        assert_eq!(
+            never_read("/proc/1/task/1/environ"),
+            Some("/proc/*/task/*/environ")
+        );
         // The server's own processes' environment: a copy of what vac gave it.
-        for own in ["/proc/17/environ", "/proc/self/environ", "/proc/2/task/9/environ"] {
+        for own in [
+            "/proc/17/environ",
+            "/proc/self/environ",
+            "/proc/2/task/9/environ",
+        ] {
             assert_eq!(never_read(own), None, "{own}");
             assert!(never_read_place(own).is_some(), "{own}");
         }
