@@ -106,11 +106,13 @@ pub fn html(map: &Map, comparison: Option<&Comparison>) -> String {
     h
 }
 
-/// The static-vs-dynamic section: the confusion matrix per clause class, then the
-/// declaration gaps, the over-approximations and (folded) the predictions not tested.
+/// The static-vs-dynamic section, folded (it is long, and a reader of the map comes for the
+/// verdicts): the confusion matrix per clause class, then the declaration gaps, the
+/// over-approximations and (folded again) the predictions not tested.
 fn static_section(h: &mut String, c: &Comparison) {
     h.push_str(&format!(
-        "<h2 id=\"static\">Static vs dynamic</h2>\n<p>The static analyser <code>{}</code> \
+        "<details class=\"section\" id=\"static-section\"><summary><h2 id=\"static\">Static vs \
+         dynamic</h2></summary>\n<p>The static analyser <code>{}</code> \
          ({} findings; rules in <code>analysis/RULES.md</code>) as a predictor of what the \
          tools did: per clause class, whether a finding predicts the effect, against the \
          cell's verdict. Cells not tested (skipped or errored) are counted apart, never as \
@@ -213,6 +215,7 @@ fn static_section(h: &mut String, c: &Comparison) {
             h.push_str("</details>\n");
         }
     }
+    h.push_str("</details>\n");
 }
 
 fn summary_cells(h: &mut String, name: &str, s: &Summary) {
@@ -282,7 +285,8 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
     }
     h.push_str(&format!(
         "<svg class=\"heatmap\" role=\"img\" aria-label=\"verdicts of {}\" width=\"{width}\" \
-         height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+         height=\"{height}\" viewBox=\"0 0 {width} {height}\" data-header=\"{HEADER}\" \
+         data-cell=\"{CELL}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
         esc(&s.id)
     ));
     for (i, clause) in map.clauses.iter().enumerate() {
@@ -296,7 +300,7 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
     for (row, t) in s.tools.iter().enumerate() {
         let y = HEADER + CELL * row as u32;
         h.push_str(&format!(
-            "<g class=\"row\" data-tool=\"{}\"><text class=\"label\" x=\"{}\" y=\"{}\">{} \
+            "<g class=\"row\" data-row=\"{row}\" data-tool=\"{}\"><text class=\"label\" x=\"{}\" y=\"{}\">{} \
              <tspan class=\"calls\">{}/{} ok</tspan></text>\n",
             esc(&t.name),
             LABEL - 8,
@@ -536,7 +540,9 @@ pub fn esc(text: &str) -> String {
 }
 
 const STYLE: &str = r#"<style>
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#1b1b1b;background:#fff}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#1b1b1b;background:#fff;overflow-wrap:anywhere}
+table{display:block;overflow-x:auto;max-width:100%;overflow-wrap:normal}#summary :is(td,th),#static-matrix :is(td,th){white-space:nowrap}section.server{overflow-x:auto}
+details.section>summary{cursor:pointer}details.section>summary h2{display:inline-block;margin:0;border:0}
 h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}h3{margin-bottom:.2em}
 code,pre{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.4em;max-height:20em;overflow:auto}
@@ -559,6 +565,7 @@ dl.record{display:grid;grid-template-columns:9em 1fr;gap:.2em .8em}dt{font-weigh
 .sev-critical{background:#4a0000;color:#fff}.sev-high{background:#c62828;color:#fff}.sev-medium{background:#ffb300}.sev-low{background:#eee}
 .k{color:#666;font-size:12px}.hidden{display:none}
 footer{margin-top:2em;color:#555;font-size:12px}
+@media (max-width:600px){body{padding:0 .5em;margin:.8em auto}dl.record{grid-template-columns:1fr}td,th{padding:.2em .35em}.legend .key{white-space:normal}}
 </style>
 "#;
 
@@ -606,16 +613,28 @@ const SCRIPT: &str = r#"<script>
     shows.forEach(function (s) { verdicts[s.value] = s.checked; });
     document.querySelectorAll("section.server").forEach(function (section) {
       var server = section.dataset.server.toLowerCase();
-      var any = false;
+      var shown = 0;
       section.querySelectorAll("g.row").forEach(function (row) {
         var match = !text || server.indexOf(text) >= 0 || row.dataset.tool.toLowerCase().indexOf(text) >= 0;
         row.querySelectorAll("g.cell").forEach(function (cell) {
           cell.style.opacity = verdicts[cell.dataset.verdict] ? "1" : "0.12";
         });
         row.style.display = match ? "" : "none";
-        any = any || match;
+        // The rows left close up: no blank band where a hidden one was.
+        var svg = row.ownerSVGElement, cell = Number(svg.dataset.cell);
+        row.setAttribute("transform", "translate(0," + (shown - Number(row.dataset.row)) * cell + ")");
+        if (match) shown += 1;
       });
-      section.classList.toggle("hidden", !any);
+      var svg = section.querySelector("svg.heatmap");
+      if (svg) {
+        var height = Number(svg.dataset.header) + Number(svg.dataset.cell) * shown + 4;
+        var width = svg.getAttribute("width");
+        svg.setAttribute("height", height);
+        svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+      }
+      // A server with no tools (not audited) stays while its name matches.
+      var rows = section.querySelectorAll("g.row").length;
+      section.classList.toggle("hidden", rows ? shown === 0 : !(!text || server.indexOf(text) >= 0));
     });
     document.querySelectorAll("details.evidence").forEach(function (d) {
       var match = !text || d.dataset.server.toLowerCase().indexOf(text) >= 0 || d.dataset.tool.toLowerCase().indexOf(text) >= 0;

@@ -439,6 +439,15 @@ def _drive(b, page_path, steps, shot_path, requests, exceptions):
     # --- run the steps -------------------------------------------------------
     results = []
     for i, expr in enumerate(steps):
+        # "@viewport W": lay the page out as a phone W CSS pixels wide would.
+        if expr.startswith("@viewport "):
+            width = int(expr.split()[1])
+            b.send("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": 800, "deviceScaleFactor": 1,
+                "mobile": True}, session=session)
+            drain()
+            results.append(width)
+            continue
         r = b.send("Runtime.evaluate", {
             "expression": expr,
             "returnByValue": True,

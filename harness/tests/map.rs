@@ -402,3 +402,56 @@ fn the_published_map_opens_offline_in_chromium() {
     );
     assert_eq!(page["exceptions"], json!([]), "{page}");
 }
+
+/// The published map used as a reader would: filtered by a name, the heat maps close up
+/// (no blank band where a hidden row was, each map as tall as its rows); the long
+/// static-vs-dynamic section is folded; and at a phone's 400 px the page is no wider than
+/// the screen (tables and heat maps scroll within it).
+#[test]
+fn the_map_closes_up_when_filtered_and_fits_a_phone() {
+    let test = "the_map_closes_up_when_filtered_and_fits_a_phone";
+    let Some(_) = chromium(test) else {
+        return;
+    };
+    let dir = std::fs::canonicalize(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/thirdparty/map"),
+    )
+    .unwrap();
+    let filtered = r#"(function () {
+      var f = document.getElementById('filter');
+      f.value = 'read';
+      f.dispatchEvent(new Event('input'));
+      var bad = [], shown = 0, hidden = 0;
+      document.querySelectorAll('section.server:not(.hidden) svg.heatmap').forEach(function (svg) {
+        var cell = Number(svg.dataset.cell);
+        var rows = [].filter.call(svg.querySelectorAll('g.row'), function (r) { return r.style.display !== 'none'; });
+        hidden += svg.querySelectorAll('g.row').length - rows.length;
+        shown += rows.length;
+        var tops = rows.map(function (r) { return r.querySelector('rect').getBoundingClientRect().top; });
+        for (var i = 1; i < tops.length; i++) {
+          if (Math.abs(tops[i] - tops[i - 1] - cell) > 0.5) bad.push('gap of ' + (tops[i] - tops[i - 1]));
+        }
+        var height = Number(svg.getAttribute('height'));
+        if (height !== Number(svg.dataset.header) + cell * rows.length + 4) bad.push('height ' + height);
+      });
+      return [shown, hidden, bad];
+    })()"#;
+    let steps = [
+        filtered,
+        "document.getElementById('static-section').open",
+        "@viewport 400",
+        "document.documentElement.scrollWidth",
+    ];
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("map-400px.png");
+    let page = cdp(&dir.join("map.html"), &steps, &screenshot);
+    let results = page["results"].as_array().unwrap();
+    let (shown, hidden) = (
+        results[0][0].as_u64().unwrap(),
+        results[0][1].as_u64().unwrap(),
+    );
+    assert!(shown >= 3 && hidden >= 3, "{page}");
+    assert_eq!(results[0][2], json!([]), "{page}");
+    assert_eq!(results[1], false, "the static section is folded");
+    assert!(results[3].as_u64().unwrap() <= 400, "{page}");
+    assert_eq!(page["exceptions"], json!([]), "{page}");
+}
