@@ -238,6 +238,30 @@ fn the_demo_map_opens_offline_in_chromium_and_matches_its_json_and_sarif() {
     let mut expected = confirmed.clone();
     expected.sort();
     assert_eq!(results, expected);
+    // Valid SARIF 2.1.0, every location a URI reference GitHub takes: a relative path of
+    // URI characters (no scheme, no space, no "derived from …" text), its line from 1.
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../analysis/tests/data/sarif-schema-2.1.0.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    for result in sarif["runs"][0]["results"].as_array().unwrap() {
+        let location = &result["locations"][0]["physicalLocation"];
+        let uri = location["artifactLocation"]["uri"].as_str().unwrap();
+        let reference = !uri.is_empty()
+            && !uri.contains("://")
+            && !uri.starts_with('/')
+            && uri
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~/%!$&'()*+,;=:@".contains(c));
+        assert!(reference, "not a relative URI reference: {uri:?}");
+        assert!(location["region"]["startLine"].as_u64().unwrap() >= 1);
+    }
 
     // `vac report` of the campaign writes the same map again, byte for byte.
     let again = tmp.path().join("again");

@@ -127,7 +127,7 @@ pub fn import(file: &str, text: &str, name: &str) -> Result<Imported, ImportErro
         key: key.to_owned(),
         problem,
     };
-    let document = document(text, file.ends_with(".toml")).map_err(|p| error("(document)", p))?;
+    let document = document(file, text)?;
     let Some(root) = document.as_object() else {
         return Err(error(
             "(document)",
@@ -234,20 +234,26 @@ pub fn import(file: &str, text: &str, name: &str) -> Result<Imported, ImportErro
     })
 }
 
-/// The document: TOML when the file says so, else JSON with comments and trailing commas
-/// (VS Code's and Zed's JSONC), else TOML.
-fn document(text: &str, toml_named: bool) -> Result<Value, String> {
-    let toml = || toml::from_str::<Value>(text).map_err(|e| format!("not TOML: {e}"));
-    if toml_named {
-        return toml();
+/// The document: TOML when the file's name says so, else JSON with comments and trailing
+/// commas (VS Code's and Zed's JSONC), else TOML.
+fn document(file: &str, text: &str) -> Result<Value, ImportError> {
+    let error = |problem: String| ImportError {
+        file: file.to_owned(),
+        key: "(document)".to_owned(),
+        problem,
+    };
+    let toml = || toml::from_str::<Value>(text);
+    if file.ends_with(".toml") {
+        return toml().map_err(|e| error(format!("not TOML: {e}")));
     }
     let options = jsonc_parser::ParseOptions::default();
-    match jsonc_parser::parse_to_serde_value::<Value>(text, &options) {
-        Ok(value) => Ok(value),
-        Err(json) => toml().map_err(|_| {
-            format!("neither JSON (comments and trailing commas allowed) nor TOML: {json}")
-        }),
-    }
+    jsonc_parser::parse_to_serde_value::<Value>(text, &options).or_else(|json| {
+        toml().map_err(|_| {
+            error(format!(
+                "neither JSON (comments and trailing commas allowed) nor TOML: {json}"
+            ))
+        })
+    })
 }
 
 /// One entry of a server table, or why it is skipped.

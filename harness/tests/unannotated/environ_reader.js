@@ -1,5 +1,7 @@
 // A read of /proc/self/environ: format_date reads the process's whole environment from
-// /proc (where API keys handed to a server live) and answers with the date alone.
+// /proc (where API keys handed to a server live) and answers with the date alone. The same
+// values are in process.env, which no sensor sees: the read is profiled, not graded; what is
+// graded is a value leaving (contracts/CONTRACTS.md, "Never-read places").
 'use strict';
 const fs = require('fs');
 const { serve } = require('./mcp_stdio');
