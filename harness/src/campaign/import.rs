@@ -134,35 +134,7 @@ pub fn import(file: &str, text: &str, name: &str) -> Result<Imported, ImportErro
             "expected an object (a JSON object or a TOML table)".into(),
         ));
     };
-    let mut tables: Vec<(String, &Value)> = Vec::new();
-    for (path, _) in TABLES {
-        let mut at = Some(&document);
-        for key in *path {
-            at = at.and_then(|v| v.get(key));
-        }
-        if let Some(table) = at {
-            tables.push((path.join("."), table));
-        }
-    }
-    // Settings files whose keys are dotted paths: Amp's `amp.mcpServers`, Theia's
-    // `ai-features.mcp.mcpServers`.
-    for (key, table) in root {
-        let segments: Vec<&str> = key.split('.').collect();
-        let dotted = segments.len() > 1
-            && TABLES
-                .iter()
-                .any(|(path, _)| *path != ["servers"] && segments.ends_with(path));
-        if dotted {
-            tables.push((key.clone(), table));
-        }
-    }
-    if let Some(projects) = root.get("projects").and_then(Value::as_object) {
-        for (path, project) in projects {
-            if let Some(servers) = project.get("mcpServers") {
-                tables.push((format!("projects.{path}.mcpServers"), servers));
-            }
-        }
-    }
+    let tables = tables_of(root);
     if tables.is_empty() {
         let keys: Vec<&str> = root.keys().map(String::as_str).collect();
         let known: Vec<String> = TABLES
@@ -234,6 +206,41 @@ pub fn import(file: &str, text: &str, name: &str) -> Result<Imported, ImportErro
     })
 }
 
+/// The server tables of a document, each with its key: [`TABLES`], a dotted key ending in
+/// one, and Claude Code's `projects.<path>.mcpServers`.
+fn tables_of(root: &Map<String, Value>) -> Vec<(String, &Value)> {
+    let mut tables: Vec<(String, &Value)> = Vec::new();
+    for (path, _) in TABLES {
+        let mut at = root.get(path[0]);
+        for key in &path[1..] {
+            at = at.and_then(|v| v.get(key));
+        }
+        if let Some(table) = at {
+            tables.push((path.join("."), table));
+        }
+    }
+    // Settings files whose keys are dotted paths: Amp's `amp.mcpServers`, Theia's
+    // `ai-features.mcp.mcpServers`.
+    for (key, table) in root {
+        let segments: Vec<&str> = key.split('.').collect();
+        let dotted = segments.len() > 1
+            && TABLES
+                .iter()
+                .any(|(path, _)| *path != ["servers"] && segments.ends_with(path));
+        if dotted {
+            tables.push((key.clone(), table));
+        }
+    }
+    if let Some(projects) = root.get("projects").and_then(Value::as_object) {
+        for (path, project) in projects {
+            if let Some(servers) = project.get("mcpServers") {
+                tables.push((format!("projects.{path}.mcpServers"), servers));
+            }
+        }
+    }
+    tables
+}
+
 /// The document: TOML when the file's name says so, else JSON with comments and trailing
 /// commas (VS Code's and Zed's JSONC), else TOML.
 fn document(file: &str, text: &str) -> Result<Value, ImportError> {
@@ -256,127 +263,171 @@ fn document(file: &str, text: &str) -> Result<Value, ImportError> {
     })
 }
 
-/// One entry of a server table, or why it is skipped.
-fn server(at: &str, name: &str, entry: &Value) -> Result<Found, Skipped> {
-    let skip = |key: &str, reason: &str| Skipped {
-        key: if key.is_empty() {
-            at.to_owned()
-        } else {
-            format!("{at}.{key}")
-        },
-        reason: reason.to_owned(),
-    };
-    let Some(entry) = entry.as_object() else {
-        return Err(skip("", "expected an object"));
-    };
-    let text = |field: &str| -> Result<Option<String>, Skipped> {
-        match entry.get(field) {
+/// How an entry starts its server, as written.
+struct Launch<'a> {
+    command: Option<String>,
+    args: Vec<String>,
+    env: Option<&'a Value>,
+}
+
+/// One entry of a server table, at its key.
+struct Entry<'a> {
+    at: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl Entry<'_> {
+    /// The entry skipped, at `key` under it (the entry itself when empty).
+    fn skip(&self, key: &str, reason: &str) -> Skipped {
+        Skipped {
+            key: if key.is_empty() {
+                self.at.to_owned()
+            } else {
+                format!("{}.{key}", self.at)
+            },
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn text(&self, field: &str) -> Result<Option<String>, Skipped> {
+        match self.map.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(skip(field, "expected a string")),
+            Some(_) => Err(self.skip(field, "expected a string")),
         }
+    }
+
+    /// The command, its arguments and its environment table; Zed's older shape nests them
+    /// as `command: {path, args, env}`.
+    fn command(&self) -> Result<Launch<'_>, Skipped> {
+        let (command, args, env) = match self.map.get("command") {
+            Some(Value::Object(nested)) => match nested.get("path") {
+                Some(Value::String(path)) => {
+                    (Some(path.clone()), nested.get("args"), nested.get("env"))
+                }
+                _ => return Err(self.skip("command.path", "expected a string")),
+            },
+            _ => (
+                self.text("command")?,
+                self.map.get("args"),
+                self.map.get("env"),
+            ),
+        };
+        let args = match args {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    a.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| self.skip(&format!("args[{i}]"), "expected a string"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(self.skip("args", "expected an array")),
+        };
+        Ok(Launch { command, args, env })
+    }
+
+    /// The URL under whichever key the host uses: `url`, Windsurf's `serverUrl`, Gemini
+    /// CLI's `httpUrl`.
+    fn url(&self) -> Result<Option<String>, Skipped> {
+        match (
+            self.text("url")?,
+            self.text("serverUrl")?,
+            self.text("httpUrl")?,
+        ) {
+            (Some(u), None, None) | (None, Some(u), None) | (None, None, Some(u)) => Ok(Some(u)),
+            (None, None, None) => Ok(None),
+            _ => Err(self.skip("", "has more than one of `url`, `serverUrl`, `httpUrl`")),
+        }
+    }
+
+    /// The environment into `found`: each value through [`Found::env_value`], and Codex's
+    /// `env_vars` (passed through from the host by name) as placeholders.
+    fn environment(&self, env: Option<&Value>, found: &mut Found) -> Result<(), Skipped> {
+        match env {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(env)) => {
+                for (var, value) in env {
+                    let value = match value {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        _ => return Err(self.skip(&format!("env.{var}"), "expected a string")),
+                    };
+                    let value = found.env_value(var, &value);
+                    found.env.push((var.clone(), value));
+                }
+            }
+            Some(_) => return Err(self.skip("env", "expected an object")),
+        }
+        if let Some(vars) = self.map.get("env_vars") {
+            let names: Option<Vec<&str>> = vars
+                .as_array()
+                .and_then(|vars| vars.iter().map(Value::as_str).collect());
+            let Some(names) = names else {
+                return Err(self.skip("env_vars", "expected an array of names"));
+            };
+            for var in names {
+                found.placeholders.insert(var.to_owned());
+                found.env.push((var.to_owned(), format!("${{{var}}}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the campaign does not carry, as notes: a working directory, an env file, and
+    /// that the host has the server switched off.
+    fn notes(&self, found: &mut Found) -> Result<(), Skipped> {
+        if let Some(cwd) = self.text("cwd")? {
+            found.notes.push(format!(
+                "the config's cwd {cwd:?} is not carried: vac runs the server in its lab"
+            ));
+        }
+        if let Some(env_file) = self.text("envFile")? {
+            found.notes.push(format!(
+                "envFile {env_file:?} not read: its variables are not copied"
+            ));
+        }
+        let disabled = self.map.get("disabled") == Some(&Value::Bool(true))
+            || self.map.get("enabled") == Some(&Value::Bool(false));
+        if disabled {
+            found.notes.push("disabled in this config".into());
+        }
+        Ok(())
+    }
+}
+
+/// One entry of a server table, or why it is skipped.
+fn server(at: &str, name: &str, entry: &Value) -> Result<Found, Skipped> {
+    let Some(map) = entry.as_object() else {
+        return Err(Skipped {
+            key: at.to_owned(),
+            reason: "expected an object".into(),
+        });
     };
+    let entry = Entry { at, map };
     let mut found = Found {
         id: id_of(name),
         from: at.to_owned(),
         ..Found::default()
     };
-    let kind = match text("type")? {
+    let kind = match entry.text("type")? {
         Some(kind) => Some(kind),
-        None => text("transport")?,
+        None => entry.text("transport")?,
     };
-    // Zed's older shape: `command: {path, args, env}`.
-    let (command, args, env) = match entry.get("command") {
-        Some(Value::Object(nested)) => (
-            match nested.get("path") {
-                Some(Value::String(path)) => Some(path.clone()),
-                _ => return Err(skip("command.path", "expected a string")),
-            },
-            nested.get("args"),
-            nested.get("env"),
-        ),
-        _ => (text("command")?, entry.get("args"), entry.get("env")),
-    };
-    let url = match (text("url")?, text("serverUrl")?, text("httpUrl")?) {
-        (Some(url), None, None) | (None, Some(url), None) | (None, None, Some(url)) => Some(url),
-        (None, None, None) => None,
-        _ => {
-            return Err(skip(
-                "",
-                "has more than one of `url`, `serverUrl`, `httpUrl`",
-            ));
-        }
-    };
-    let args: Vec<String> = match args {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                a.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| skip(&format!("args[{i}]"), "expected a string"))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(skip("args", "expected an array")),
-    };
-    match env {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(env)) => {
-            for (var, value) in env {
-                let value = match value {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
-                    Value::Bool(b) => b.to_string(),
-                    _ => return Err(skip(&format!("env.{var}"), "expected a string")),
-                };
-                let value = found.env_value(var, &value);
-                found.env.push((var.clone(), value));
-            }
-        }
-        Some(_) => return Err(skip("env", "expected an object")),
-    }
-    // Codex: variables passed through from the host's environment by name.
-    if let Some(vars) = entry.get("env_vars") {
-        let Some(vars) = vars.as_array() else {
-            return Err(skip("env_vars", "expected an array of names"));
-        };
-        for var in vars {
-            let Some(var) = var.as_str() else {
-                return Err(skip("env_vars", "expected an array of names"));
-            };
-            found.placeholders.insert(var.to_owned());
-            found.env.push((var.to_owned(), format!("${{{var}}}")));
-        }
-    }
+    let Launch { command, args, env } = entry.command()?;
+    let url = entry.url()?;
+    entry.environment(env, &mut found)?;
     match (command, url) {
         (Some(command), None) => {
             if let Some(kind) = kind.as_deref().filter(|k| *k != "stdio") {
-                return Err(skip(
-                    "type",
-                    &format!("{kind:?} with a command: expected \"stdio\""),
-                ));
+                let reason = format!("{kind:?} with a command: expected \"stdio\"");
+                return Err(entry.skip("type", &reason));
             }
-            let program = found.arg_value(&command);
-            found.command.push(program);
-            let mut secret_flag: Option<String> = None;
-            for arg in &args {
-                let path = arg.starts_with(['/', '.', '~', '-']);
-                let value = match secret_flag.take() {
-                    Some(flag) if !path => {
-                        let name = found.own(&flag);
-                        found.placeholder(&name)
-                    }
-                    _ => found.arg_value(arg),
-                };
-                if let Some(flag) = arg.strip_prefix("--").filter(|f| !f.contains('='))
-                    && secret_name(flag)
-                {
-                    secret_flag = Some(flag.to_owned());
-                }
-                found.command.push(value);
-            }
-            if has_headers(entry) {
+            found.stdio(&command, &args);
+            if has_headers(map) {
                 found
                     .notes
                     .push("headers not carried: a command's server speaks stdio".into());
@@ -384,7 +435,7 @@ fn server(at: &str, name: &str, entry: &Value) -> Result<Found, Skipped> {
         }
         (None, Some(url)) => {
             if !args.is_empty() {
-                return Err(skip("args", "a URL server with arguments"));
+                return Err(entry.skip("args", "a URL server with arguments"));
             }
             if kind.as_deref() == Some("sse") {
                 found
@@ -393,40 +444,23 @@ fn server(at: &str, name: &str, entry: &Value) -> Result<Found, Skipped> {
             }
             let url = found.referenced(&url);
             found.url = Some(found.url_value(&url));
-            headers(entry, &mut found).map_err(|(key, reason)| skip(&key, &reason))?;
+            headers(map, &mut found).map_err(|(key, reason)| entry.skip(&key, &reason))?;
         }
-        (Some(_), Some(_)) => return Err(skip("", "has both `command` and a URL")),
+        (Some(_), Some(_)) => return Err(entry.skip("", "has both `command` and a URL")),
+        (None, None) if map.get("source").and_then(Value::as_str) == Some("extension") => {
+            return Err(entry.skip(
+                "",
+                "a Zed extension's server: its command comes from the extension, not this file",
+            ));
+        }
         (None, None) => {
-            return Err(
-                if entry.get("source").and_then(Value::as_str) == Some("extension") {
-                    skip(
-                        "",
-                        "a Zed extension's server: its command comes from the extension, not this file",
-                    )
-                } else {
-                    skip(
-                        "",
-                        "has neither `command` nor a URL (`url`, `serverUrl`, `httpUrl`)",
-                    )
-                },
-            );
+            return Err(entry.skip(
+                "",
+                "has neither `command` nor a URL (`url`, `serverUrl`, `httpUrl`)",
+            ));
         }
     }
-    if let Some(cwd) = text("cwd")? {
-        found.notes.push(format!(
-            "the config's cwd {cwd:?} is not carried: vac runs the server in its lab"
-        ));
-    }
-    if let Some(env_file) = text("envFile")? {
-        found.notes.push(format!(
-            "envFile {env_file:?} not read: its variables are not copied"
-        ));
-    }
-    let disabled = entry.get("disabled") == Some(&Value::Bool(true))
-        || entry.get("enabled") == Some(&Value::Bool(false));
-    if disabled {
-        found.notes.push("disabled in this config".into());
-    }
+    entry.notes(&mut found)?;
     Ok(found)
 }
 
@@ -500,6 +534,30 @@ fn headers(entry: &Map<String, Value>, found: &mut Found) -> Result<(), (String,
 }
 
 impl Found {
+    /// The command and its arguments, each through [`Found::arg_value`]; the value after a
+    /// `--flag` whose name says secret (`--token X`) is a placeholder named after the flag.
+    fn stdio(&mut self, command: &str, args: &[String]) {
+        let program = self.arg_value(command);
+        self.command.push(program);
+        let mut secret_flag: Option<String> = None;
+        for arg in args {
+            let path = arg.starts_with(['/', '.', '~', '-']);
+            let value = match secret_flag.take() {
+                Some(flag) if !path => {
+                    let name = self.own(&flag);
+                    self.placeholder(&name)
+                }
+                _ => self.arg_value(arg),
+            };
+            if let Some(flag) = arg.strip_prefix("--").filter(|f| !f.contains('='))
+                && secret_name(flag)
+            {
+                secret_flag = Some(flag.to_owned());
+            }
+            self.command.push(value);
+        }
+    }
+
     /// A variable's name for something of this server's: `brave` and `api-key` → `BRAVE_API_KEY`.
     fn own(&self, what: &str) -> String {
         name_of(&format!("{}_{what}", self.id))
