@@ -10,6 +10,7 @@ use crate::report;
 use anyhow::Context;
 use clap::Args;
 use vac_analysis::AnalysisError;
+use vac_analysis::triage::{Baseline, Suppression, Triaged, parse_suppressions};
 
 #[derive(Args)]
 pub(crate) struct ReportArgs {
@@ -75,34 +76,8 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let triaging = args.baseline.is_some() || args.suppress.is_some();
-    let baseline = match &args.baseline {
-        Some(path) => {
-            let text = super::read_named(path, "baseline")?;
-            match vac_analysis::triage::Baseline::parse(&path.display().to_string(), &text) {
-                Ok(baseline) => Some(baseline),
-                Err(error) => {
-                    eprintln!("vac: {error}");
-                    return Ok(Exit::Usage.into());
-                }
-            }
-        }
-        None => None,
-    };
-    let suppressions = match &args.suppress {
-        Some(path) => {
-            let text = super::read_named(path, "suppressions")?;
-            match vac_analysis::triage::parse_suppressions(&path.display().to_string(), &text) {
-                Ok(suppressions) => suppressions,
-                Err(error) => {
-                    eprintln!("vac: {error}");
-                    return Ok(Exit::Usage.into());
-                }
-            }
-        }
-        None => Vec::new(),
-    };
-    if !single || args.out.is_some() || triaging {
+    let triage = triage_inputs(&args)?;
+    if !single || args.out.is_some() || triage.is_some() {
         let analysis = match vac_analysis::load(&args.dir, args.campaign.as_deref()) {
             Ok(analysis) => analysis,
             Err(error) if error.is_broken() => {
@@ -148,7 +123,7 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 false => map_exit(&analysis.map),
             };
         }
-        let triaged = triaging.then(|| {
+        let triaged = triage.map(|(baseline, suppressions)| {
             vac_analysis::triage::triage(
                 &analysis.map,
                 baseline.as_ref(),
@@ -157,18 +132,7 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             )
         });
         if let Some(triaged) = &triaged {
-            // Only what is new and not suppressed fails; what else is wrong still keeps
-            // the exit from a clean 0.
-            let totals = analysis.map.totals();
-            exit = if triaged.failing().next().is_some() {
-                Exit::Violation
-            } else if exit == Exit::Broken || exit == Exit::CouldNotRun {
-                exit
-            } else if totals.errored > 0 || totals.not_audited > 0 || exit == Exit::Incomplete {
-                Exit::Incomplete
-            } else {
-                Exit::Clean
-            };
+            exit = triaged_exit(triaged, &analysis.map, exit);
             let lines = triaged.lines().join("\n");
             match args.json {
                 true => eprintln!("{lines}"),
@@ -184,6 +148,47 @@ pub(crate) fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(exit.into())
+}
+
+/// The baseline and suppressions `vac report` was given, read and checked; `None` when
+/// neither was. A file that cannot be read or is not one is a usage error naming it.
+fn triage_inputs(
+    args: &ReportArgs,
+) -> anyhow::Result<Option<(Option<Baseline>, Vec<Suppression>)>> {
+    if args.baseline.is_none() && args.suppress.is_none() {
+        return Ok(None);
+    }
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let text = super::read_named(path, "baseline")?;
+            Some(Baseline::parse(&path.display().to_string(), &text)?)
+        }
+        None => None,
+    };
+    let suppressions = match &args.suppress {
+        Some(path) => {
+            let text = super::read_named(path, "suppressions")?;
+            parse_suppressions(&path.display().to_string(), &text)?
+        }
+        None => Vec::new(),
+    };
+    Ok(Some((baseline, suppressions)))
+}
+
+/// How a report against a baseline and suppressions ends: 1 only for a new cell no
+/// suppression covers; what else is wrong (errored cells, targets not audited, broken
+/// receipts) still keeps it from a clean 0.
+fn triaged_exit(triaged: &Triaged, map: &vac_analysis::Map, exit: Exit) -> Exit {
+    let totals = map.totals();
+    if triaged.failing().next().is_some() {
+        Exit::Violation
+    } else if exit == Exit::Broken || exit == Exit::CouldNotRun {
+        exit
+    } else if totals.errored > 0 || totals.not_audited > 0 || exit == Exit::Incomplete {
+        Exit::Incomplete
+    } else {
+        Exit::Clean
+    }
 }
 
 /// How a directory of probes that is not a campaign ends: as its worst probe's cells.

@@ -184,7 +184,7 @@ impl Cli {
 
 /// Runs the command `cli` names; its exit code is `crate::exit`'s table (an error that
 /// stopped it is printed and exits as "could not run", or as a usage error when it is a
-/// file the command line named that could not be read).
+/// file the command line named that could not be read or is not what it should be).
 pub fn run(cli: Cli) -> ExitCode {
     let outcome = match cli.command {
         Command::Probe(args) => run_probe(*args),
@@ -199,7 +199,11 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     outcome.unwrap_or_else(|error| {
         eprintln!("vac: {error:#}");
-        if error.downcast_ref::<Unreadable>().is_some() {
+        let usage = error.downcast_ref::<Unreadable>().is_some()
+            || error
+                .downcast_ref::<vac_analysis::triage::TriageError>()
+                .is_some();
+        if usage {
             Exit::Usage.into()
         } else {
             Exit::CouldNotRun.into()
