@@ -77,16 +77,19 @@ pub fn never_read_place(path: &str) -> Option<&'static str> {
 /// canary (`result.secrets`, `net.egress`).
 pub fn never_read(path: &str) -> Option<&'static str> {
     let place = never_read_place(path)?;
-    (!own_environment(path)).then_some(place)
+    (!environment_of_own_process(path, place)).then_some(place)
 }
 
 /// Whether `path` is the environment of one of the server's own processes (any pid but the
 /// sandbox's init, `self`, their tasks'): a copy of what vac gave the server, not a file a
 /// tool reads. Not graded as a read under any file rule; its values leaving are.
 pub fn own_environment(path: &str) -> bool {
-    let Some(place) = never_read_place(path) else {
-        return false;
-    };
+    never_read_place(path).is_some_and(|place| environment_of_own_process(path, place))
+}
+
+/// Whether `path`, which falls under the never-read `place`, is an environment of a pid but
+/// the init's.
+fn environment_of_own_process(path: &str, place: &str) -> bool {
     let pid = path
         .strip_prefix("/proc/")
         .and_then(|rest| rest.split('/').next());

@@ -258,14 +258,11 @@ impl RunDir {
     /// they are. Stable for a run directory, different between runs.
     fn layer(&self, what: &str) -> PathBuf {
         const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-        let hash = blake3::hash(format!("{what}:{}", self.path.display()).as_bytes());
+        let hash = |salt: &str| blake3::hash(format!("{salt}:{}", self.path.display()).as_bytes());
         match what {
-            "diff" | "work" => {
-                let id = blake3::hash(format!("layer:{}", self.path.display()).as_bytes());
-                self.path.join(id.to_hex().as_str()).join(what)
-            }
+            "diff" | "work" => self.path.join(hash("layer").to_hex().as_str()).join(what),
             _ => {
-                let name: String = hash.as_bytes()[..26]
+                let name: String = hash(what).as_bytes()[..26]
                     .iter()
                     .map(|b| char::from(BASE32[usize::from(*b) % 32]))
                     .collect();

@@ -397,6 +397,63 @@ impl Entry<'_> {
         }
         Ok(())
     }
+
+    /// A `{NAME: "value"}` table of headers under `key`.
+    fn string_table(&self, key: &str) -> Result<Vec<(String, String)>, Skipped> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(name, value)| match value.as_str() {
+                    Some(value) => Ok((name.clone(), value.to_owned())),
+                    None => Err(self.skip(&format!("{key}.{name}"), "expected a string")),
+                })
+                .collect(),
+            Some(_) => Err(self.skip(key, "expected an object")),
+        }
+    }
+
+    /// A URL server's headers: each becomes a variable read when the target runs, never a
+    /// value in the file; `Authorization: Bearer …` becomes `bearer_env`.
+    fn headers(&self, found: &mut Found) -> Result<(), Skipped> {
+        // Codex names the variables itself.
+        if let Some(var) = self.text("bearer_token_env_var")? {
+            found.bearer = Some(var);
+        }
+        for (header, var) in self.string_table("env_http_headers")? {
+            found.headers.push((header, var));
+        }
+        let mut literal = self.string_table("headers")?;
+        literal.extend(self.string_table("http_headers")?);
+        for (header, value) in literal {
+            let (value, _) = references(&value);
+            let whole = whole_reference(&value);
+            let bearer = header.eq_ignore_ascii_case("authorization")
+                && value
+                    .get(..7)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("bearer "));
+            if bearer {
+                let token = value[7..].trim();
+                let var = whole_reference(token).unwrap_or_else(|| found.own("token"));
+                found.bearer = Some(var);
+                continue;
+            }
+            let var = whole.clone().unwrap_or_else(|| found.own(&header));
+            if whole.is_none() {
+                if is_secret(&header, &value) {
+                    found.notes.push(format!(
+                        "header {header}: set {var} to its value (not copied)"
+                    ));
+                } else {
+                    found
+                        .notes
+                        .push(format!("header {header}: set {var} to {value:?}"));
+                }
+            }
+            found.headers.push((header, var));
+        }
+        Ok(())
+    }
 }
 
 /// One entry of a server table, or why it is skipped.
@@ -444,7 +501,7 @@ fn server(at: &str, name: &str, entry: &Value) -> Result<Found, Skipped> {
             }
             let url = found.referenced(&url);
             found.url = Some(found.url_value(&url));
-            headers(map, &mut found).map_err(|(key, reason)| entry.skip(&key, &reason))?;
+            entry.headers(&mut found)?;
         }
         (Some(_), Some(_)) => return Err(entry.skip("", "has both `command` and a URL")),
         (None, None) if map.get("source").and_then(Value::as_str) == Some("extension") => {
@@ -473,64 +530,6 @@ fn has_headers(entry: &Map<String, Value>) -> bool {
     ]
     .iter()
     .any(|k| entry.contains_key(*k))
-}
-
-/// A URL server's headers: each becomes a variable read when the target runs, never a value
-/// in the file; `Authorization: Bearer …` becomes `bearer_env`.
-fn headers(entry: &Map<String, Value>, found: &mut Found) -> Result<(), (String, String)> {
-    let table = |key: &str| -> Result<Vec<(String, String)>, (String, String)> {
-        match entry.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(name, value)| match value.as_str() {
-                    Some(value) => Ok((name.clone(), value.to_owned())),
-                    None => Err((format!("{key}.{name}"), "expected a string".into())),
-                })
-                .collect(),
-            Some(_) => Err((key.into(), "expected an object".into())),
-        }
-    };
-    // Codex names the variables itself.
-    if let Some(var) = entry.get("bearer_token_env_var") {
-        let Some(var) = var.as_str() else {
-            return Err(("bearer_token_env_var".into(), "expected a string".into()));
-        };
-        found.bearer = Some(var.to_owned());
-    }
-    for (header, var) in table("env_http_headers")? {
-        found.headers.push((header, var));
-    }
-    let mut literal = table("headers")?;
-    literal.extend(table("http_headers")?);
-    for (header, value) in literal {
-        let (value, _) = references(&value);
-        let whole = whole_reference(&value);
-        let bearer = header.eq_ignore_ascii_case("authorization")
-            && value
-                .get(..7)
-                .is_some_and(|p| p.eq_ignore_ascii_case("bearer "));
-        if bearer {
-            let token = value[7..].trim();
-            let var = whole_reference(token).unwrap_or_else(|| found.own("token"));
-            found.bearer = Some(var);
-            continue;
-        }
-        let var = whole.clone().unwrap_or_else(|| found.own(&header));
-        if whole.is_none() {
-            if is_secret(&header, &value) {
-                found.notes.push(format!(
-                    "header {header}: set {var} to its value (not copied)"
-                ));
-            } else {
-                found
-                    .notes
-                    .push(format!("header {header}: set {var} to {value:?}"));
-            }
-        }
-        found.headers.push((header, var));
-    }
-    Ok(())
 }
 
 impl Found {

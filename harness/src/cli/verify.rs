@@ -21,19 +21,16 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         eprintln!("vac: {dir}: no such directory");
         return Ok(Exit::Usage.into());
     }
-    let receipts = crate::campaign::is_campaign(&args.dir)
-        || vac_receipts::is_receipt_dir(&args.dir)
-        || args.dir.join("blobs").is_dir();
-    if !receipts {
+    if crate::campaign::is_campaign(&args.dir) {
+        return verify_campaign(&args.dir);
+    }
+    if !vac_receipts::is_receipt_dir(&args.dir) && !args.dir.join("blobs").is_dir() {
         eprintln!(
             "vac: {dir}: not a receipt directory (no {} or {})",
             vac_receipts::LOG_FILE,
             vac_receipts::PACKED_LOG_FILE
         );
         return Ok(Exit::Usage.into());
-    }
-    if crate::campaign::is_campaign(&args.dir) {
-        return verify_campaign(&args.dir);
     }
     Ok(verify_probe(&args.dir).into())
 }

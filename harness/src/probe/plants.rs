@@ -286,14 +286,21 @@ pub(crate) fn openssh_ed25519(seed: [u8; 32], check: u32, comment: &str) -> (Str
     )
 }
 
-/// 32 bytes only this probe's nonce gives (for `kind`).
-pub(crate) fn seed(nonce: &str, kind: &str) -> [u8; 32] {
-    *blake3::Hasher::new()
+/// The bytes only this probe's nonce gives for `kind`: every planted secret is drawn from
+/// them.
+fn derived(nonce: &str, kind: &str) -> blake3::OutputReader {
+    blake3::Hasher::new()
         .update(kind.as_bytes())
         .update(b":")
         .update(nonce.as_bytes())
-        .finalize()
-        .as_bytes()
+        .finalize_xof()
+}
+
+/// 32 bytes only this probe's nonce gives (for `kind`).
+pub(crate) fn seed(nonce: &str, kind: &str) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    derived(nonce, kind).fill(&mut seed);
+    seed
 }
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
@@ -303,12 +310,7 @@ const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 /// comes from the system's generator, so the server cannot predict it.
 fn secret(nonce: &str, kind: &str, alphabet: &[u8], len: usize) -> String {
     let mut bytes = vec![0u8; len];
-    blake3::Hasher::new()
-        .update(kind.as_bytes())
-        .update(b":")
-        .update(nonce.as_bytes())
-        .finalize_xof()
-        .fill(&mut bytes);
+    derived(nonce, kind).fill(&mut bytes);
     bytes
         .iter()
         .map(|b| char::from(alphabet[usize::from(*b) % alphabet.len()]))
