@@ -523,7 +523,11 @@ pub struct Connect {
     pub first_bytes: String,
     pub first_bytes_len: usize,
     pub blake3: String,
-    /// Planted tokens among the bytes sent.
+    /// What it sent inside TLS (an excerpt), when it completed the sinkhole's handshake
+    /// (it verified no certificate); absent otherwise, and in receipts from before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decrypted: Option<String>,
+    /// Planted tokens among the bytes sent, inside TLS included.
     pub canaries: Vec<String>,
     /// Real secrets' formats among the bytes sent (recorded only when there are some and
     /// no canary).

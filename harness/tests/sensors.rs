@@ -66,7 +66,7 @@ fn dishonest_twin_egress_and_exec_are_confirmed_with_evidence() {
     assert!(
         effects(status)
             .iter()
-            .any(|e| e["path"] == "status.vac-remote.invalid:80"),
+            .any(|e| e["path"] == "status.remote.example.net:80"),
         "{status}"
     );
 
@@ -76,7 +76,7 @@ fn dishonest_twin_egress_and_exec_are_confirmed_with_evidence() {
     assert!(
         effects(query)
             .iter()
-            .any(|e| e["path"] == "production.vac-db.invalid:5432"),
+            .any(|e| e["path"] == "production.db.example.net:5432"),
         "{query}"
     );
     for call in query["evidence"]["calls"].as_array().unwrap() {

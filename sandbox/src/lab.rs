@@ -11,6 +11,11 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::fcntl::AT_FDCWD;
+use nix::sys::stat::{UtimensatFlags, utimensat};
+use nix::sys::time::TimeSpec;
 
 /// What the lab holds and where the sandbox sees it.
 #[derive(Debug, Clone)]
@@ -199,8 +204,79 @@ impl Lab {
             Layout::Home => (root.clone(), 0o700),
         };
         fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).map_err(io(&dir))?;
-        chown_tree(&root, uid, gid)
+        chown_tree(&root, uid, gid)?;
+        let mut seed = [0u8; 32];
+        let _ = getrandom::fill(&mut seed);
+        let now = SystemTime::now();
+        age_tree(&root, Path::new(""), &History { seed, now }).map(drop)
     }
+}
+
+/// The times a lab's files are given, so that it looks lived in rather than made a moment
+/// before the first call (a server that found every file's mtime within a second of its
+/// start knew it was audited): each file modified some day in the last two years and read
+/// since, drawn per run and path; each directory modified when its newest entry was.
+/// Change times cannot be set (the kernel stamps them), so they still say when the lab
+/// was made (`sandbox/TELLS.md`).
+struct History {
+    seed: [u8; 32],
+    now: SystemTime,
+}
+
+impl History {
+    const DAY: u64 = 86_400;
+
+    /// When the file at `relative` was last modified, and last read.
+    fn times_of(&self, relative: &Path) -> (SystemTime, SystemTime) {
+        let mut hasher = blake3::Hasher::new_keyed(&self.seed);
+        hasher.update(relative.as_os_str().as_encoded_bytes());
+        let h = hasher.finalize();
+        let word =
+            |i: usize| u64::from_le_bytes(h.as_bytes()[i..i + 8].try_into().unwrap_or_default());
+        // Between a day and two years back, most of them in the last months.
+        let span = 730 * History::DAY;
+        let fraction = (word(0) % 1_000) as f64 / 1_000.0;
+        let back =
+            History::DAY + (span as f64 * fraction * fraction) as u64 + word(8) % History::DAY;
+        let modified = self.now - Duration::from_secs(back);
+        let read = modified + Duration::from_secs(word(16) % back.max(1));
+        (modified, read)
+    }
+}
+
+/// Gives every entry under `path` (at `relative` in the lab) its [`History`] times, the
+/// entries before their directory; returns the time `path` was modified. Symbolic links
+/// are dated themselves, not their targets.
+fn age_tree(path: &Path, relative: &Path, history: &History) -> Result<SystemTime, LabError> {
+    let io = |source| LabError::Io {
+        path: path.into(),
+        source,
+    };
+    let metadata = fs::symlink_metadata(path).map_err(io)?;
+    let (mut modified, read) = history.times_of(relative);
+    if metadata.is_dir() {
+        let mut newest = None;
+        for entry in fs::read_dir(path).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let child = age_tree(&entry.path(), &relative.join(entry.file_name()), history)?;
+            newest = newest.max(Some(child));
+        }
+        modified = newest.unwrap_or(modified);
+    }
+    let read = read.max(modified);
+    let spec = |time: SystemTime| {
+        let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+        TimeSpec::new(since.as_secs() as i64, i64::from(since.subsec_nanos()))
+    };
+    utimensat(
+        AT_FDCWD,
+        path,
+        &spec(read),
+        &spec(modified),
+        UtimensatFlags::NoFollowSymlink,
+    )
+    .map_err(|errno| io(errno.into()))?;
+    Ok(modified)
 }
 
 /// Paths of the lab in the sandbox's view.
@@ -297,6 +373,41 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A built lab looks lived in: no file modified within the last day, the times spread
+    /// over months and different from one file to the next, none read before it was
+    /// written, and each directory modified when its newest entry was.
+    #[test]
+    fn a_built_lab_has_a_history_not_one_moment() {
+        use std::os::unix::fs::MetadataExt;
+        let layer = tempfile::tempdir().unwrap();
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        let mut lab = Lab::home("/home/dana").symlink("work/link", "/etc");
+        for i in 0..40 {
+            lab = lab.plant(format!("work/notes/n{i}.md"), "note");
+        }
+        lab.build(layer.path(), uid, gid).unwrap();
+        let root = layer.path().join("home/dana");
+        let now = SystemTime::now();
+        let mut times = std::collections::BTreeSet::new();
+        for i in 0..40 {
+            let meta = fs::metadata(root.join(format!("work/notes/n{i}.md"))).unwrap();
+            let modified = meta.modified().unwrap();
+            let age = now.duration_since(modified).unwrap();
+            assert!(age >= Duration::from_secs(86_400), "{age:?}");
+            assert!(age <= Duration::from_secs(732 * 86_400), "{age:?}");
+            assert!(meta.atime() >= meta.mtime());
+            times.insert(meta.mtime());
+        }
+        assert!(times.len() > 30, "{times:?}");
+        let notes = fs::metadata(root.join("work/notes")).unwrap();
+        assert_eq!(notes.mtime(), *times.last().unwrap());
+        let link = fs::symlink_metadata(root.join("work/link")).unwrap();
+        assert!(
+            now.duration_since(link.modified().unwrap()).unwrap() >= Duration::from_secs(86_400)
+        );
+    }
 
     #[test]
     fn mount_point_must_be_absolute_and_normal() {

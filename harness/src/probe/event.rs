@@ -221,10 +221,11 @@ pub(crate) fn events(output: &RunOutput) -> impl Iterator<Item = Recorded> + '_ 
         .chain(output.execs.iter().cloned().map(Event::Exec).map(plain))
         .chain(output.net.dns.iter().cloned().map(Event::Dns).map(plain))
         .chain(output.net.tcp.iter().map(|attempt| {
-            (
-                Event::Connect(attempt.clone()),
-                vec![attempt.first_bytes.clone()],
-            )
+            let mut payloads = vec![attempt.first_bytes.clone()];
+            if attempt.inside_tls {
+                payloads.push(attempt.decrypted.clone());
+            }
+            (Event::Connect(attempt.clone()), payloads)
         }))
         .chain(output.net.udp.iter().map(|datagram| {
             (
@@ -384,6 +385,9 @@ impl RunBuilder {
             Event::Dns(query) => output.net.dns.push(query),
             Event::Connect(mut attempt) => {
                 attempt.first_bytes = take("connect", 0)?;
+                if attempt.inside_tls {
+                    attempt.decrypted = take("connect", 1)?;
+                }
                 output.net.tcp.push(attempt);
             }
             Event::Datagram(mut datagram) => {

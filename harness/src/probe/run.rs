@@ -411,7 +411,9 @@ fn network(log: &NetworkLog, output: &mut RunOutput) {
                 http: a.http.clone(),
                 sni: a.sni.clone(),
                 t_ns: t(a.since_start),
+                inside_tls: !a.decrypted.is_empty(),
                 first_bytes: a.first_bytes.clone(),
+                decrypted: a.decrypted.clone(),
             })
             .collect(),
         udp: log

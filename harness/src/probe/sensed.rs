@@ -262,12 +262,15 @@ pub(crate) fn dropped(lost: &Lost) -> (Option<Dropped>, Option<Dropped>) {
 /// What a connection carried: where it went, how its host was told, its first bytes, and
 /// the planted tokens and real secrets' formats among them.
 fn connect_evidence(attempt: &ConnectSeen, host_from: HostFrom, tokens: &[String]) -> Evidence {
-    let canaries = canaries_in(&attempt.first_bytes, tokens);
+    // Inside TLS, the request the program sent is what carries a secret; its ClientHello
+    // carries the name only.
+    let sent = [attempt.first_bytes.as_slice(), attempt.decrypted.as_slice()].concat();
+    let canaries = canaries_in(&sent, tokens);
     // Real secrets' formats among what was sent; the key only where one is, so the
     // evidence of receipts recorded before this stays as it was graded. Bytes that carry
     // a canary are the canary's finding (what else they hold in a secret's format came
     // from the same planted file).
-    let credentials = credentials_in(&attempt.first_bytes, tokens);
+    let credentials = credentials_in(&sent, tokens);
     let credentials = (!credentials.is_empty() && canaries.is_empty())
         .then(|| credentials.into_iter().map(str::to_owned).collect());
     Evidence::Connect(Box::new(Connect {
@@ -281,6 +284,7 @@ fn connect_evidence(attempt: &ConnectSeen, host_from: HostFrom, tokens: &[String
         first_bytes: excerpt(&attempt.first_bytes),
         first_bytes_len: attempt.first_bytes.len(),
         blake3: blake3::hash(&attempt.first_bytes).to_hex().to_string(),
+        decrypted: attempt.inside_tls.then(|| excerpt(&attempt.decrypted)),
         canaries,
         credentials,
     }))

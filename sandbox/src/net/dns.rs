@@ -1,19 +1,27 @@
-//! The sinkhole's resolver: answers every name with an address of its own and logs it.
+//! The sinkhole's resolver: answers as a recursive resolver on an ordinary network would,
+//! and logs every question.
 //!
-//! A and AAAA questions get one answer, [`address_of`] the name: global unicast, stable
-//! for the name, different for different names, as a real resolver's would be (a server
-//! that compared two names' addresses told the sinkhole by their being one); any other
-//! type an empty NOERROR answer. Every address of the namespace is local, so whichever
-//! address a name got, a connection to it reaches the sinkhole; and whichever nameserver
-//! `/etc/resolv.conf` names, its queries arrive at the sockets bound to port 53 here.
+//! A and AAAA questions for a name that can exist get one answer, [`address_of`] the name:
+//! global unicast, stable for the name, different for different names, as a real resolver's
+//! would be (a server that compared two names' addresses told the sinkhole by their being
+//! one); any other type an empty NOERROR answer. A name that cannot exist (under no
+//! top-level domain of the root zone, or under a special-use one such as `.invalid`) gets
+//! NXDOMAIN with the root's SOA, as it would anywhere ([`resolve`]). Answers take as long as
+//! a resolver's cache makes them ([`Cache`]). Every address of the namespace is local, so
+//! whichever address a name got, a connection to it reaches the sinkhole; and whichever
+//! nameserver `/etc/resolv.conf` names, its queries arrive at the sockets bound to port 53
+//! here.
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::AsFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use nix::errno::Errno;
 
 use tokio::net::UdpSocket;
+use tokio::sync::Semaphore;
 
 use super::log::Recorder;
 
@@ -57,6 +65,142 @@ pub(crate) fn address_of(name: &str, qtype: u16) -> Option<IpAddr> {
             )))
         }
         _ => None,
+    }
+}
+
+/// What a recursive resolver finds for a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// The name's address, of the question's type.
+    Address(IpAddr),
+    /// The name can exist, but has no record of the question's type (NOERROR, no answer).
+    NoData,
+    /// No such name (NXDOMAIN).
+    NoName,
+}
+
+/// Special-use top-level domains that no public resolver answers (RFC 6761, 6762, 7686,
+/// 8375, 9476; `.internal` reserved for private use), whether or not a suffix list names
+/// them.
+const SPECIAL_USE: [&str; 8] = [
+    "invalid",
+    "test",
+    "example",
+    "local",
+    "onion",
+    "alt",
+    "internal",
+    "home.arpa",
+];
+
+/// What a resolver finds for `name` and `qtype`: NXDOMAIN for a name under no top-level
+/// domain of the root zone (the public suffix list's known suffixes) or under a special-use
+/// one; loopback for `localhost` and its subdomains (RFC 6761); no data for a public suffix
+/// itself (`com`, `co.uk`) or a type other than A and AAAA; else the name's own address.
+pub(crate) fn resolve(name: &str, qtype: u16) -> Found {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let under = |domain: &str| {
+        name == domain
+            || name
+                .strip_suffix(domain)
+                .is_some_and(|rest| rest.ends_with('.'))
+    };
+    if under("localhost") {
+        return match qtype {
+            TYPE_A => Found::Address(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            TYPE_AAAA => Found::Address(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            _ => Found::NoData,
+        };
+    }
+    if name.is_empty() {
+        return Found::NoData;
+    }
+    if SPECIAL_USE.iter().any(|domain| under(domain)) {
+        return Found::NoName;
+    }
+    match psl::suffix(name.as_bytes()) {
+        Some(suffix) if suffix.is_known() => {
+            if suffix.as_bytes() == name.as_bytes() {
+                return Found::NoData;
+            }
+        }
+        _ => return Found::NoName,
+    }
+    address_of(&name, qtype).map_or(Found::NoData, Found::Address)
+}
+
+/// How long the resolver takes to answer, by what a recursive resolver's cache would hold:
+/// a name already answered in this run comes from the cache (well under a millisecond); a
+/// new name under a domain already looked up costs a round trip to that domain's servers;
+/// a new domain, the walk down from its top-level domain's servers. A name under a
+/// top-level domain that does not exist is answered from the cache once one such name was
+/// (aggressive negative caching, RFC 8198). The spread is drawn
+/// per question, so no two runs answer alike. Bounded: past [`Cache::NAMES`] names, every
+/// name counts as cached.
+#[derive(Debug)]
+pub(crate) struct Cache {
+    state: Mutex<CacheState>,
+    /// Answers waiting out their latency; past this many, answers go at once.
+    pub(crate) waiting: Arc<Semaphore>,
+}
+
+#[derive(Debug)]
+struct CacheState {
+    names: HashSet<String>,
+    domains: HashSet<String>,
+    random: u64,
+}
+
+impl Cache {
+    const NAMES: usize = 4096;
+    const WAITING: usize = 256;
+
+    pub(crate) fn new() -> Cache {
+        let mut seed = [0u8; 8];
+        let _ = getrandom::fill(&mut seed);
+        Cache {
+            state: Mutex::new(CacheState {
+                names: HashSet::new(),
+                domains: HashSet::new(),
+                random: u64::from_le_bytes(seed) | 1,
+            }),
+            waiting: Arc::new(Semaphore::new(Cache::WAITING)),
+        }
+    }
+
+    /// The latency of an answer for `name`, which is cached from now on.
+    pub(crate) fn latency(&self, name: &str) -> Duration {
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        let top = name.rsplit('.').next().unwrap_or_default();
+        let nonexistent = resolve(&name, TYPE_A) == Found::NoName;
+        let domain = if nonexistent {
+            top
+        } else {
+            psl::domain_str(&name).unwrap_or(top)
+        }
+        .to_string();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let full = state.names.len() >= Cache::NAMES;
+        let cached =
+            state.names.contains(&name) || (nonexistent && state.domains.contains(&domain));
+        let (low, high) = if full || cached {
+            (150, 900)
+        } else if state.domains.contains(&domain) {
+            (8_000, 35_000)
+        } else {
+            (25_000, 120_000)
+        };
+        if !full {
+            state.names.insert(name);
+            state.domains.insert(domain);
+        }
+        // xorshift64: a spread, not a secret.
+        let mut x = state.random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.random = x;
+        Duration::from_micros(low + x % (high - low))
     }
 }
 
@@ -118,24 +262,36 @@ pub(crate) fn ttl_of(name: &str) -> u32 {
     zone - u32::from_be_bytes([0, h[1], h[2], h[3]]) % (zone / 2)
 }
 
+/// The root zone's SOA record, as a resolver sends it with NXDOMAIN for a name under no
+/// top-level domain (owner `.`, class IN, TTL 86400, then its data).
+const ROOT_SOA: &[u8] = b"\0\0\x06\0\x01\0\x01\x51\x80\0\x40\
+\x01a\x0croot-servers\x03net\0\
+\x05nstld\x0cverisign-grs\x03com\0\
+\x78\xc4\x25\xfc\0\0\x07\x08\0\0\x03\x84\0\x09\x3a\x80\0\x01\x51\x80";
+
 /// The answer to a query whose question is `question`: a recursive resolver's, so not
-/// authoritative.
+/// authoritative; NXDOMAIN with the root's SOA for a name that cannot exist.
 pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
-    let mut reply = Vec::with_capacity(question.end + 28);
+    let found = resolve(&question.name, question.qtype);
+    let mut reply = Vec::with_capacity(question.end + 28 + ROOT_SOA.len());
     reply.extend_from_slice(&query[..2]);
-    // QR, the query's opcode and RD; RA, NOERROR.
+    // QR, the query's opcode and RD; RA, NOERROR or NXDOMAIN.
     reply.push(0x80 | (query[2] & 0x79));
-    reply.push(0x80);
-    let rdata: Vec<u8> = match address_of(&question.name, question.qtype) {
-        Some(IpAddr::V4(v4)) => v4.octets().to_vec(),
-        Some(IpAddr::V6(v6)) => v6.octets().to_vec(),
-        None => Vec::new(),
+    reply.push(if found == Found::NoName { 0x83 } else { 0x80 });
+    let rdata: Vec<u8> = match found {
+        Found::Address(IpAddr::V4(v4)) => v4.octets().to_vec(),
+        Found::Address(IpAddr::V6(v6)) => v6.octets().to_vec(),
+        Found::NoData | Found::NoName => Vec::new(),
     };
     let answers = u16::from(!rdata.is_empty());
-    for count in [1, answers, 0, 0] {
+    let authority = u16::from(found == Found::NoName);
+    for count in [1, answers, authority, 0] {
         reply.extend_from_slice(&u16::to_be_bytes(count));
     }
     reply.extend_from_slice(&query[12..question.end]);
+    if authority == 1 {
+        reply.extend_from_slice(ROOT_SOA);
+    }
     if answers == 1 {
         reply.extend_from_slice(&[0xc0, 12]); // the name of the question
         reply.extend_from_slice(&question.qtype.to_be_bytes());
@@ -147,26 +303,33 @@ pub(crate) fn answer(query: &[u8], question: &Question) -> Vec<u8> {
     reply
 }
 
-/// Answers and logs one query; `None` when the bytes are no query (nothing is sent back).
+/// Answers and logs one query: the reply and how long the resolver takes to send it;
+/// `None` when the bytes are no query (nothing is sent back).
 pub(crate) fn serve_one(
     log: &Recorder,
+    cache: &Cache,
     query: &[u8],
     from: SocketAddr,
     tcp: bool,
-) -> Option<Vec<u8>> {
+) -> Option<(Vec<u8>, Duration)> {
     let question = parse_query(query)?;
     let reply = answer(query, &question);
-    let answer = address_of(&question.name, question.qtype);
+    let latency = cache.latency(&question.name);
+    let answer = match resolve(&question.name, question.qtype) {
+        Found::Address(address) => Some(address),
+        Found::NoData | Found::NoName => None,
+    };
     log.dns(question.name, question.qtype, answer, from, tcp);
-    Some(reply)
+    Some((reply, latency))
 }
 
-/// Serves UDP queries on `socket` until the task is aborted.
+/// Serves UDP queries on `socket` until the task is aborted; each answer after its latency,
+/// or at once when too many are waiting.
 ///
 /// The answer comes from the address the query was sent to: the resolver listens on every
 /// address of the sinkhole's namespace, and a client's resolver drops an answer from any
 /// other.
-pub(crate) async fn serve_udp(socket: Arc<UdpSocket>, log: Recorder) {
+pub(crate) async fn serve_udp(socket: Arc<UdpSocket>, log: Recorder, cache: Arc<Cache>) {
     let mut buffer = vec![0u8; MAX_MESSAGE * 2];
     loop {
         let received = socket
@@ -177,24 +340,40 @@ pub(crate) async fn serve_udp(socket: Arc<UdpSocket>, log: Recorder) {
         let Ok((len, from, to)) = received else {
             continue;
         };
-        if let Some(reply) = serve_one(&log, &buffer[..len], from, false) {
-            // A program that does not read its answers only loses them.
-            let _ = match to {
-                Some(to) => crate::sys::send_from(socket.as_fd(), &reply, from, to).map(drop),
-                None => socket
-                    .try_send_to(&reply, from)
-                    .map(drop)
-                    .map_err(|_| Errno::EIO),
-            };
+        let Some((reply, latency)) = serve_one(&log, &cache, &buffer[..len], from, false) else {
+            continue;
+        };
+        match Arc::clone(&cache.waiting).try_acquire_owned() {
+            Ok(permit) => {
+                let socket = Arc::clone(&socket);
+                tokio::spawn(async move {
+                    tokio::time::sleep(latency).await;
+                    send_udp(&socket, &reply, from, to);
+                    drop(permit);
+                });
+            }
+            Err(_) => send_udp(&socket, &reply, from, to),
         }
     }
 }
 
+/// Sends `reply` to `from`, from the address `to` the query was sent to when known. A
+/// program that does not read its answers only loses them.
+fn send_udp(socket: &UdpSocket, reply: &[u8], from: SocketAddr, to: Option<IpAddr>) {
+    let _ = match to {
+        Some(to) => crate::sys::send_from(socket.as_fd(), reply, from, to).map(drop),
+        None => socket
+            .try_send_to(reply, from)
+            .map(drop)
+            .map_err(|_| Errno::EIO),
+    };
+}
+
 /// Logs the queries waiting in `socket` without answering them (the run is over).
-pub(crate) fn drain(socket: &UdpSocket, log: &Recorder) {
+pub(crate) fn drain(socket: &UdpSocket, log: &Recorder, cache: &Cache) {
     let mut buffer = vec![0u8; MAX_MESSAGE * 2];
     while let Ok((len, from)) = socket.try_recv_from(&mut buffer) {
-        let _ = serve_one(log, &buffer[..len], from, false);
+        let _ = serve_one(log, cache, &buffer[..len], from, false);
     }
 }
 
@@ -320,15 +499,84 @@ mod tests {
 
     #[test]
     fn other_types_get_an_empty_answer_and_odd_bytes_are_escaped() {
-        let mut query = query("a.b", 7);
+        let mut query = query("a.io", 7);
         let len = query.len();
         query[len - 3] = 16; // TXT
         query[13] = b' ';
         let question = parse_query(&query).unwrap();
-        assert_eq!(question.name, "\\x20.b.");
+        assert_eq!(question.name, "\\x20.io.");
         let reply = answer(&query, &question);
         assert_eq!(&reply[6..8], &[0, 0]);
         assert_eq!(reply.len(), len);
+    }
+
+    /// Names by what a resolver on an ordinary network finds for them. A server that looks
+    /// up a name that cannot exist, and is answered, knows it is not on the internet.
+    #[test]
+    fn names_that_cannot_exist_get_nxdomain_and_the_rest_resolve() {
+        let cases: [(&str, u16, &str); 16] = [
+            ("www.python.org.", TYPE_A, "address"),
+            ("Registry.NPMJS.org", TYPE_AAAA, "address"),
+            ("api.github.com", 16, "no data"),
+            ("bbc.co.uk", TYPE_A, "address"),
+            ("com.", TYPE_A, "no data"),
+            ("co.uk", TYPE_A, "no data"),
+            (".", TYPE_A, "no data"),
+            ("x7fk2q9.invalid", TYPE_A, "no name"),
+            ("invalid", TYPE_A, "no name"),
+            ("printer.local.", TYPE_A, "no name"),
+            ("metadata.google.internal", TYPE_A, "no name"),
+            ("build.test", TYPE_AAAA, "no name"),
+            ("probe.zz9-not-a-tld", TYPE_A, "no name"),
+            ("nas", TYPE_A, "no name"),
+            ("router.home.arpa", TYPE_A, "no name"),
+            ("foo.localhost", TYPE_AAAA, "loopback"),
+        ];
+        for (name, qtype, expected) in cases {
+            let found = match resolve(name, qtype) {
+                Found::Address(a) if a.is_loopback() => "loopback",
+                Found::Address(_) => "address",
+                Found::NoData => "no data",
+                Found::NoName => "no name",
+            };
+            assert_eq!(found, expected, "{name} type {qtype}");
+        }
+        // Not a suffix of a special-use domain by its letters alone.
+        assert!(matches!(resolve("mytest", TYPE_A), Found::NoName));
+        assert!(matches!(resolve("latest.io", TYPE_A), Found::Address(_)));
+    }
+
+    /// NXDOMAIN as a recursive resolver sends it: RCODE 3, no answer, the root zone's SOA
+    /// in the authority section (well formed: the record ends where the message does).
+    #[test]
+    fn nxdomain_carries_the_roots_soa() {
+        let query = query("nothing.invalid", 9);
+        let reply = answer(&query, &parse_query(&query).unwrap());
+        assert_eq!((reply[3] & 0x0f, &reply[6..10]), (3, &[0u8, 0, 0, 1][..]));
+        let soa = &reply[query.len()..];
+        assert_eq!(&soa[..3], &[0, 0, 6]);
+        let rdlength = usize::from(u16::from_be_bytes([soa[9], soa[10]]));
+        assert_eq!(soa.len(), 11 + rdlength);
+        assert_eq!(first_a(&reply, 9), None);
+    }
+
+    /// Latency as a cache makes it: a new domain slowest, a new name under a known domain
+    /// a round trip, a name already answered well under a millisecond.
+    #[test]
+    fn answers_take_as_long_as_a_resolvers_cache_makes_them() {
+        let cache = Cache::new();
+        let first = cache.latency("www.python.org.");
+        let sibling = cache.latency("docs.python.org");
+        let again = cache.latency("WWW.python.org");
+        assert!((25..120).contains(&first.as_millis()), "{first:?}");
+        assert!((8..35).contains(&sibling.as_millis()), "{sibling:?}");
+        assert!(again < Duration::from_millis(1), "{again:?}");
+        cache.latency("a.invalid");
+        assert!(cache.latency("b.invalid") < Duration::from_millis(1));
+        let spread: HashSet<Duration> = (0..20)
+            .map(|i| cache.latency(&format!("h{i}.example{i}.com")))
+            .collect();
+        assert!(spread.len() > 15, "{spread:?}");
     }
 
     #[test]

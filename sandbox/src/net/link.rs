@@ -178,7 +178,8 @@ impl Rtnl {
     }
 
     /// A route to `destination/prefix` in `table`: through `gateway` when given, else
-    /// straight out of `index` (`kind` local: delivered here).
+    /// straight out of `index` (`kind` local: delivered here; unreachable: refused with an
+    /// ICMP error, `index` unused).
     pub(crate) fn add_route(&self, route: Route) -> Result<(), NetError> {
         let mut message = RouteMessage::default();
         message.header = RouteHeader {
@@ -188,6 +189,7 @@ impl Rtnl {
             protocol: RouteProtocol::Static,
             scope: match route.kind {
                 RouteType::Local => RouteScope::Host,
+                RouteType::Unreachable => RouteScope::Universe,
                 _ if route.gateway.is_some() => RouteScope::Universe,
                 _ => RouteScope::Link,
             },
@@ -204,7 +206,9 @@ impl Rtnl {
                 .attributes
                 .push(RouteAttribute::Gateway(address(gateway)));
         }
-        message.attributes.push(RouteAttribute::Oif(route.index));
+        if route.kind != RouteType::Unreachable {
+            message.attributes.push(RouteAttribute::Oif(route.index));
+        }
         let what = format!("add the route {route}");
         self.request(RouteNetlinkMessage::NewRoute(message), what)
     }

@@ -38,6 +38,9 @@ pub struct TcpAttempt {
     pub http: Option<HttpRequest>,
     /// The server name of a TLS ClientHello.
     pub sni: Option<String>,
+    /// What the program sent inside TLS, when it completed the handshake with the
+    /// sinkhole's certificate (it verified none): the first bytes of its request (capped).
+    pub decrypted: Vec<u8>,
     pub at: SystemTime,
     pub since_start: Duration,
 }
@@ -242,6 +245,7 @@ impl Recorder {
                 dst,
                 accepted,
                 first_bytes: Vec::new(),
+                decrypted: Vec::new(),
                 http: None,
                 sni: None,
                 at,
@@ -264,6 +268,19 @@ impl Recorder {
                 entry.first_bytes = keep.to_vec();
                 entry.http = http;
                 entry.sni = sni;
+            }
+        });
+    }
+
+    /// What a connection sent inside TLS; its request line and Host replace the entry's.
+    pub(crate) fn tcp_decrypted(&self, index: usize, bytes: &[u8], http: Option<HttpRequest>) {
+        let keep = &bytes[..bytes.len().min(self.limits.max_bytes)];
+        self.with(|s| {
+            if let Some(entry) = s.tcp.get_mut(index) {
+                entry.decrypted = keep.to_vec();
+                if http.is_some() {
+                    entry.http = http;
+                }
             }
         });
     }

@@ -8,14 +8,18 @@
 //!   run's is local (`local 0.0.0.0/0` and `local ::/0` on `lo` in table `local`, beside
 //!   routes back to the run's addresses), so every packet the run sends off its loopback
 //!   ends there.
-//! - **Resolver** (`dns.rs`): UDP on port 53 (IPv4 and IPv6) and TCP on port 53 answer every
-//!   A and AAAA question with the name's own address and log the name and type; a loopback
-//!   nameserver of `/etc/resolv.conf` (a local stub's `127.0.0.53`) gets a resolver in the
-//!   run's namespace, where a real machine has one too.
-//! - **Listeners** (`tcp.rs`): TCP on `0.0.0.0` and `[::]` of the sinkhole's namespace for a
-//!   port set ([`DEFAULT_PORTS`] plus extra ports) accept, keep the first bytes and the HTTP
-//!   request line and Host or the TLS server name, then close. Only these ports get first
-//!   bytes.
+//! - **Resolver** (`dns.rs`): UDP on port 53 (IPv4 and IPv6) and TCP on port 53 answer as a
+//!   recursive resolver would: every A and AAAA question for a name that can exist with the
+//!   name's own address, NXDOMAIN for one that cannot, after a cache's latency; every name
+//!   and type is logged. A loopback nameserver of `/etc/resolv.conf` (a local stub's
+//!   `127.0.0.53`) gets a resolver in the run's namespace, where a real machine has one too.
+//! - **Listeners** (`tcp.rs`, `web.rs`, `tls.rs`): TCP on `0.0.0.0` and `[::]` of the
+//!   sinkhole's namespace for a port set ([`DEFAULT_PORTS`] plus extra ports) accept, keep
+//!   the first bytes and the HTTP request line and Host or the TLS server name; an HTTP
+//!   request is answered as its host's site would answer it, and TLS is ended with a
+//!   certificate for the name asked, from a root no client trusts (a client that verifies
+//!   nothing sends its request inside, which is kept too). Only these ports get first bytes.
+//!   IPv4 link-local addresses (the cloud metadata address) are unreachable.
 //! - **Capture** (`capture.rs`): an `AF_PACKET` socket in the run's namespace logs every SYN
 //!   to any address:port (listened or not), every UDP datagram to any port and any other IP
 //!   packet (ICMP) that crosses `lo` or leaves by `eth0`, so an attempt is logged even where
@@ -37,6 +41,8 @@ mod log;
 pub(crate) mod probe;
 mod setup;
 mod tcp;
+mod tls;
+mod web;
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
@@ -171,6 +177,8 @@ pub struct Sinkhole {
     netns: PathBuf,
     listened: Arc<[u16]>,
     resolvers: Vec<Arc<UdpSocket>>,
+    /// What the resolvers have answered in this run, for their latency.
+    cache: Arc<dns::Cache>,
     /// Closed aside ([`crate::aside`]): a packet socket's close waits for a grace period.
     capture: Arc<crate::aside::ClosedAside<AsyncFd<OwnedFd>>>,
     diag: netlink_sys::Socket,
@@ -268,7 +276,7 @@ impl Sinkhole {
             &self.listened,
         );
         for resolver in &self.resolvers {
-            dns::drain(resolver, &self.log);
+            dns::drain(resolver, &self.log, &self.cache);
         }
         for task in self.tasks.drain(..) {
             task.abort();

@@ -19,7 +19,8 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// The self-test traffic of one run, built by the parent before fork.
 #[derive(Debug, Clone)]
 pub(crate) struct NetProbe {
-    /// The nonce name, `vac-marker-<nonce>.invalid`.
+    /// The nonce name, `vac-marker-<nonce>.example.net` (a name that exists nowhere, under a
+    /// domain that does, so the resolver answers it).
     pub(crate) name: String,
     query: Vec<u8>,
     id: u16,
@@ -28,7 +29,7 @@ pub(crate) struct NetProbe {
 
 impl NetProbe {
     pub(crate) fn new(nonce: &str) -> NetProbe {
-        let name = format!("vac-marker-{nonce}.invalid");
+        let name = format!("vac-marker-{nonce}.example.net");
         let id = u16::from_str_radix(nonce.get(..4).unwrap_or("7ac0"), 16).unwrap_or(0x7ac0);
         NetProbe {
             query: dns::query(&name, id),
@@ -134,9 +135,9 @@ mod tests {
     #[test]
     fn the_probe_asks_for_its_name_and_sends_it_as_host() {
         let probe = NetProbe::new("0123abcd");
-        assert_eq!(probe.name, "vac-marker-0123abcd.invalid");
+        assert_eq!(probe.name, "vac-marker-0123abcd.example.net");
         let question = dns::parse_query(&probe.query).unwrap();
-        assert_eq!(question.name, "vac-marker-0123abcd.invalid.");
+        assert_eq!(question.name, "vac-marker-0123abcd.example.net.");
         let http = super::super::tcp::parse_http(&probe.request).unwrap();
         assert_eq!(http.host.as_deref(), Some(probe.name.as_str()));
     }

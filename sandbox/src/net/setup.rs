@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::link::{Route, Rtnl, TABLE_LOCAL, TABLE_MAIN};
 use super::log::Recorder;
-use super::{NetError, Sinkhole, SinkholeOptions, capture, dns, tcp};
+use super::{NetError, Sinkhole, SinkholeOptions, capture, dns, tcp, tls};
 use crate::sys;
 
 /// The sockets of a sinkhole: the capture, the socket diagnostics and the resolvers of
@@ -164,7 +164,10 @@ fn run_side(
 
 /// In the sinkhole's namespace: its side of the link, every address local but the run's
 /// (`local 0.0.0.0/0` and `local ::/0` on `lo` in table `local`, beside routes back to the
-/// run's addresses and link-local ones), the resolvers and the listeners.
+/// run's addresses and link-local ones), the resolvers and the listeners. IPv4 link-local
+/// addresses are unreachable, as from a machine that is no cloud instance: the metadata
+/// address (169.254.169.254) answers nothing, where a sinkhole's page told it (the attempt
+/// is still captured as it leaves the run's `eth0`).
 fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetError> {
     let rtnl = Rtnl::open()?;
     let uplink = index(SINK_LINK)?;
@@ -191,6 +194,12 @@ fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetErr
         ),
         route(RouteType::Local, Ipv4Addr::UNSPECIFIED.into(), 0, lo),
         route(RouteType::Local, Ipv6Addr::UNSPECIFIED.into(), 0, lo),
+        route(
+            RouteType::Unreachable,
+            Ipv4Addr::new(169, 254, 0, 0).into(),
+            16,
+            lo,
+        ),
     ] {
         rtnl.add_route(back)?;
     }
@@ -285,6 +294,11 @@ pub(super) fn serve(
         Arc::clone(&listened),
     ))];
     let mut resolvers = Vec::new();
+    let cache = Arc::new(dns::Cache::new());
+    let answers = Arc::new(tcp::Answers {
+        dns: Arc::clone(&cache),
+        tls: tls::Gateway::new(),
+    });
     for socket in sockets.resolvers {
         let addr = socket.local_addr().unwrap_or(v6(53));
         socket
@@ -295,6 +309,7 @@ pub(super) fn serve(
         tasks.push(tokio::spawn(dns::serve_udp(
             Arc::clone(&socket),
             log.clone(),
+            Arc::clone(&cache),
         )));
         resolvers.push(socket);
     }
@@ -309,6 +324,7 @@ pub(super) fn serve(
         tasks.push(tokio::spawn(tcp::serve(
             listener,
             log.clone(),
+            Arc::clone(&answers),
             Arc::clone(&open),
             options.idle,
         )));
@@ -320,6 +336,7 @@ pub(super) fn serve(
         netns,
         listened,
         resolvers,
+        cache,
         capture,
         diag: sockets.diag,
         tasks,

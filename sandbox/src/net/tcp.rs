@@ -3,45 +3,28 @@
 //!
 //! A connection is read until the cap, the end of an HTTP request head, a whole TLS record,
 //! the peer's close, or a short idle timeout (shorter once the first bytes are in),
-//! whichever comes first. An HTTP request gets a
-//! small, ordinary HTML page (a `200`), so that a fetch tool's call does its job and its
-//! egress is recorded with the bytes it sent; a DNS-over-TCP query on port 53 gets answered.
+//! whichever comes first. An HTTP request gets its host's answer ([`super::web`]), so that a
+//! fetch tool's call does its job and its egress is recorded with the bytes it sent; a
+//! DNS-over-TCP query on port 53 gets answered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use super::dns;
 use super::log::{HttpRequest, Recorder};
-
-/// The page every HTTP request gets: plain content a fetch or scrape tool can convert.
-const PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<title>Team notes</title></head>\n<body><h1>Team notes</h1>\n<p>The weekly sync moved to \
-Thursday at 10:00. Agenda: release checklist, on-call rota, open questions.</p>\n</body></html>\n";
-
-/// The reply to an HTTP request: `200` with [`PAGE`], its body left out for `HEAD`.
-fn http_reply(method: &str) -> Vec<u8> {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
-        PAGE.len()
-    );
-    let mut reply = head.into_bytes();
-    if method != "HEAD" {
-        reply.extend_from_slice(PAGE.as_bytes());
-    }
-    reply
-}
+use super::tls::{Gateway, Replay};
+use super::{dns, web};
 
 /// Accepts on `listener` until the task is aborted; at most `open` connections are read at
 /// once, the rest are logged and closed.
 pub(crate) async fn serve(
     listener: TcpListener,
     log: Recorder,
+    answers: Arc<Answers>,
     open: Arc<Semaphore>,
     idle: Duration,
 ) {
@@ -56,9 +39,9 @@ pub(crate) async fn serve(
         let index = log.tcp_accepted(peer, local);
         match permit {
             Ok(permit) => {
-                let log = log.clone();
+                let (log, answers) = (log.clone(), Arc::clone(&answers));
                 tokio::spawn(async move {
-                    handle(stream, peer, local.port(), index, &log, idle).await;
+                    handle(stream, peer, local, index, &log, &answers, idle).await;
                     drop(permit);
                 });
             }
@@ -73,12 +56,65 @@ const MORE_BYTES: Duration = Duration::from_millis(200);
 async fn handle(
     mut stream: TcpStream,
     peer: SocketAddr,
-    port: u16,
+    local: SocketAddr,
     index: Option<usize>,
     log: &Recorder,
+    answers: &Answers,
     idle: Duration,
 ) {
+    let port = local.port();
     let cap = log.limits().max_bytes.max(16);
+    let bytes = first_bytes(&mut stream, cap, port, idle).await;
+    let http = parse_http(&bytes);
+    let sni = parse_sni(&bytes);
+    if port == 53 {
+        answer_dns(&mut stream, &bytes, peer, log, &answers.dns).await;
+    }
+    if let Some(index) = index {
+        log.tcp_bytes(index, &bytes, http.clone(), sni.clone());
+    }
+    if let Some(request) = &http {
+        let _ = stream.write_all(&web::reply(request, local)).await;
+    }
+    match (&answers.tls, sni.is_some() || is_client_hello(&bytes)) {
+        (Some(gateway), true) => {
+            let accept = gateway.acceptor().accept(Replay::new(bytes, stream));
+            // A client that refuses the certificate sends an alert and closes.
+            let Ok(Ok(mut tls)) = tokio::time::timeout(idle, accept).await else {
+                return;
+            };
+            let inside = first_bytes(&mut tls, cap, local.port(), idle).await;
+            let request = parse_http(&inside);
+            if let Some(index) = index {
+                log.tcp_decrypted(index, &inside, request.clone());
+            }
+            if let Some(request) = &request {
+                let _ = tls.write_all(&web::reply(request, local)).await;
+            }
+            let _ = tls.shutdown().await;
+        }
+        _ => {
+            let _ = stream.shutdown().await;
+        }
+    }
+}
+
+/// What the sinkhole answers with beside the listeners: the resolver's cache (DNS over TCP)
+/// and the TLS gateway (none if its keys could not be made).
+#[derive(Debug)]
+pub(crate) struct Answers {
+    pub(crate) dns: Arc<dns::Cache>,
+    pub(crate) tls: Option<Gateway>,
+}
+
+/// Reads a connection until the cap, a whole HTTP head, TLS record or DNS message, the
+/// peer's close, or the idle timeout (shorter once the first bytes are in).
+async fn first_bytes<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    cap: usize,
+    port: u16,
+    idle: Duration,
+) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(cap.min(4096));
     let mut chunk = [0u8; 2048];
     loop {
@@ -96,19 +132,12 @@ async fn handle(
             break;
         }
     }
-    let http = parse_http(&bytes);
-    let sni = parse_sni(&bytes);
-    if port == 53 {
-        answer_dns(&mut stream, &bytes, peer, log).await;
-    }
-    if let Some(index) = index {
-        log.tcp_bytes(index, &bytes, http.clone(), sni);
-    }
-    if let Some(request) = &http {
-        let method = request.request_line.split(' ').next().unwrap_or_default();
-        let _ = stream.write_all(&http_reply(method)).await;
-    }
-    let _ = stream.shutdown().await;
+    bytes
+}
+
+/// Whether the bytes start a TLS handshake's ClientHello record.
+fn is_client_hello(bytes: &[u8]) -> bool {
+    matches!(bytes, [0x16, 3, _, _, _, 0x01, ..])
 }
 
 /// Whether the first bytes are a whole HTTP head, TLS record or DNS message.
@@ -124,14 +153,21 @@ fn complete(bytes: &[u8], port: u16) -> bool {
     }
 }
 
-async fn answer_dns(stream: &mut TcpStream, bytes: &[u8], peer: SocketAddr, log: &Recorder) {
+async fn answer_dns(
+    stream: &mut TcpStream,
+    bytes: &[u8],
+    peer: SocketAddr,
+    log: &Recorder,
+    cache: &dns::Cache,
+) {
     let mut rest = bytes;
     while let [hi, lo, tail @ ..] = rest {
         let len = usize::from(u16::from_be_bytes([*hi, *lo]));
         let Some(message) = tail.get(..len) else {
             return;
         };
-        if let Some(reply) = dns::serve_one(log, message, peer, true) {
+        if let Some((reply, latency)) = dns::serve_one(log, cache, message, peer, true) {
+            tokio::time::sleep(latency).await;
             let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
             framed.extend_from_slice(&reply);
             if stream.write_all(&framed).await.is_err() {
@@ -219,20 +255,6 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_http_request_gets_the_page_and_a_head_request_its_headers_only() {
-        let get = String::from_utf8(http_reply("GET")).unwrap();
-        let (head, body) = get.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-        assert!(
-            head.contains(&format!("Content-Length: {}", body.len())),
-            "{head}"
-        );
-        assert!(body.contains("<h1>Team notes</h1>"), "{body}");
-        let only_head = String::from_utf8(http_reply("HEAD")).unwrap();
-        assert_eq!(only_head, format!("{head}\r\n\r\n"));
-    }
 
     #[test]
     fn http_request_line_and_host_are_read() {

@@ -64,7 +64,8 @@ pub(crate) struct DnsSeen {
     pub(crate) answer: Option<std::net::IpAddr>,
 }
 
-/// One TCP connection attempt; its first bytes are the record's payload.
+/// One TCP connection attempt; its first bytes are the record's payload, and what it sent
+/// inside TLS the second when it completed the sinkhole's handshake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ConnectSeen {
     pub(crate) dst: SocketAddr,
@@ -72,8 +73,15 @@ pub(crate) struct ConnectSeen {
     pub(crate) http: Option<HttpRequest>,
     pub(crate) sni: Option<String>,
     pub(crate) t_ns: u64,
+    /// Whether the program completed the TLS handshake with the sinkhole's certificate
+    /// (so the record has a second payload); absent in receipts from before the sinkhole
+    /// ended TLS.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) inside_tls: bool,
     #[serde(skip)]
     pub(crate) first_bytes: Vec<u8>,
+    #[serde(skip)]
+    pub(crate) decrypted: Vec<u8>,
 }
 
 /// One UDP datagram; its bytes are the record's payload.
