@@ -88,4 +88,7 @@ pub const DERIVED_NAMES: [&str; 2] = [
 /// - 3: the environment of the server's own processes (`/proc/<pid>/environ` of any pid
 ///   but the sandbox's init) is no never-read place and no read under any file rule
 ///   (`places::own_environment`).
-pub const RULES: u32 = 3;
+/// - 4: a server's service includes its vendor's API domains that its name does not spell
+///   (`aws` → `*.amazonaws.com`) and a local service's default loopback endpoints
+///   (`kubernetes` → `127.0.0.1:8080`; `service.rs` `VENDOR_DOMAINS`, `LOCAL_SERVICES`).
+pub const RULES: u32 = 4;

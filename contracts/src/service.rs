@@ -29,7 +29,100 @@ pub struct Service {
     pub hosts: Vec<String>,
     /// Directories its installation occupies (sorted, unique).
     pub installations: Vec<String>,
+    /// Domains a vendor its names stand for keeps its APIs under, where the name does not
+    /// spell them (`aws` → `amazonaws.com`; [`VENDOR_DOMAINS`]; sorted, unique).
+    pub domains: Vec<String>,
+    /// Loopback endpoints of a service its names stand for, at that service's default port
+    /// (`redis` → `127.0.0.1:6379`; [`LOCAL_SERVICES`]; sorted, unique).
+    pub local: Vec<String>,
 }
+
+/// Vendors whose APIs live under domains their names do not spell, by a word a server's
+/// name may hold (grown from the study's servers: the AWS Labs servers reach
+/// `*.amazonaws.com`, Google's reach `*.googleapis.com`, Feishu's `open.feishu.cn`).
+pub(crate) const VENDOR_DOMAINS: &[(&str, &[&str])] = &[
+    ("aws", &["amazonaws.com", "api.aws", "aws.amazon.com"]),
+    ("awslabs", &["amazonaws.com", "api.aws", "aws.amazon.com"]),
+    ("amazon", &["amazonaws.com", "api.aws"]),
+    ("google", &["googleapis.com", "google.com"]),
+    ("gemini", &["googleapis.com"]),
+    ("gmail", &["googleapis.com", "google.com"]),
+    ("youtube", &["googleapis.com"]),
+    ("gcp", &["googleapis.com"]),
+    ("bigquery", &["googleapis.com"]),
+    ("firebase", &["googleapis.com", "firebaseio.com"]),
+    (
+        "azure",
+        &[
+            "azure.com",
+            "windows.net",
+            "microsoft.com",
+            "microsoftonline.com",
+            "azure-api.net",
+        ],
+    ),
+    (
+        "microsoft",
+        &[
+            "microsoft.com",
+            "microsoftonline.com",
+            "office.com",
+            "windows.net",
+        ],
+    ),
+    (
+        "outlook",
+        &[
+            "office.com",
+            "office365.com",
+            "microsoft.com",
+            "outlook.com",
+        ],
+    ),
+    ("feishu", &["feishu.cn", "larksuite.com"]),
+    ("lark", &["larksuite.com", "feishu.cn"]),
+    ("github", &["githubusercontent.com"]),
+    ("atlassian", &["atlassian.net", "atlassian.com"]),
+    ("jira", &["atlassian.net", "atlassian.com"]),
+    ("confluence", &["atlassian.net", "atlassian.com"]),
+];
+
+/// Services a server reaches on its own machine by default, by a word a server's name may
+/// hold, with their default ports (grown from the study: a Kubernetes server reaches the
+/// API at `127.0.0.1:8080` when no cluster is configured).
+pub(crate) const LOCAL_SERVICES: &[(&str, &[u16])] = &[
+    ("postgres", &[5432]),
+    ("postgresql", &[5432]),
+    ("mysql", &[3306]),
+    ("mariadb", &[3306]),
+    ("redis", &[6379]),
+    ("valkey", &[6379]),
+    ("mongo", &[27017]),
+    ("mongodb", &[27017]),
+    ("elasticsearch", &[9200]),
+    ("opensearch", &[9200]),
+    ("memcached", &[11211]),
+    ("rabbitmq", &[5672, 15672]),
+    ("kafka", &[9092]),
+    ("kubernetes", &[6443, 8080, 8001]),
+    ("k8s", &[6443, 8080, 8001]),
+    ("kubectl", &[6443, 8080, 8001]),
+    ("ollama", &[11434]),
+    ("qdrant", &[6333, 6334]),
+    ("chroma", &[8000]),
+    ("chromadb", &[8000]),
+    ("neo4j", &[7687, 7474]),
+    ("clickhouse", &[8123, 9000]),
+    ("influxdb", &[8086]),
+    ("prometheus", &[9090]),
+    ("milvus", &[19530]),
+    ("couchdb", &[5984]),
+    ("cassandra", &[9042]),
+    ("nats", &[4222]),
+    ("consul", &[8500]),
+    ("etcd", &[2379]),
+    ("solr", &[8983]),
+];
 
 /// Words in server names that name no service: the protocol, the kind of program, the
 /// packaging, the language.
@@ -111,12 +204,29 @@ impl Service {
     /// started by `command` (its words, as recorded) with `env` (name, value) set.
     pub fn of(name: Option<&str>, command: &[String], env: &[(String, String)]) -> Service {
         let mut names = Vec::new();
+        // Every word, however short: `aws` and `k8s` name a vendor and a service.
+        let mut words = Vec::new();
         if let Some(name) = name {
             names.extend(naming_words(name));
+            words.extend(crate::name_words(name));
         }
         if let Some(entry) = entry_point(command) {
-            names.extend(entry_names(entry));
+            for part in entry_parts(entry) {
+                names.extend(naming_words(part));
+                words.extend(crate::name_words(part));
+            }
         }
+        let mut domains: Vec<String> = VENDOR_DOMAINS
+            .iter()
+            .filter(|(word, _)| words.iter().any(|w| w == word))
+            .flat_map(|(_, domains)| domains.iter().map(|d| d.to_string()))
+            .collect();
+        let mut local: Vec<String> = LOCAL_SERVICES
+            .iter()
+            .filter(|(word, _)| words.iter().any(|w| w == word))
+            .flat_map(|(_, ports)| ports.iter())
+            .flat_map(|port| [format!("127.0.0.1:{port}"), format!("localhost:{port}")])
+            .collect();
         let mut hosts = Vec::new();
         for word in command {
             hosts.extend(url_host(word));
@@ -130,7 +240,13 @@ impl Service {
         }
         let mut installations: Vec<String> =
             command.iter().filter_map(|w| installation(w)).collect();
-        for list in [&mut names, &mut hosts, &mut installations] {
+        for list in [
+            &mut names,
+            &mut hosts,
+            &mut installations,
+            &mut domains,
+            &mut local,
+        ] {
             list.sort();
             list.dedup();
         }
@@ -138,23 +254,35 @@ impl Service {
             names,
             hosts,
             installations,
+            domains,
+            local,
         }
     }
 
     /// Whether the server names nothing it exists for.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.hosts.is_empty() && self.installations.is_empty()
+        self.names.is_empty()
+            && self.hosts.is_empty()
+            && self.installations.is_empty()
+            && self.domains.is_empty()
+            && self.local.is_empty()
     }
 
-    /// `net.egress` patterns for the service: each configured host, and every host under a
+    /// `net.egress` patterns for the service: each configured host, every host under a
     /// registrable domain a name spells (`pinecone` → `pinecone.%`, `*.pinecone.%`: any
-    /// public suffix, `pattern.rs`).
+    /// public suffix, `pattern.rs`), every host under a vendor's domains, and the loopback
+    /// endpoints of a local service.
     pub(crate) fn egress(&self) -> Vec<String> {
         let mut patterns = self.hosts.clone();
         for name in &self.names {
             patterns.push(format!("{name}.%"));
             patterns.push(format!("*.{name}.%"));
         }
+        for domain in &self.domains {
+            patterns.push(domain.clone());
+            patterns.push(format!("*.{domain}"));
+        }
+        patterns.extend(self.local.iter().cloned());
         patterns
     }
 
@@ -192,6 +320,18 @@ impl Service {
         let mut parts = Vec::new();
         if !self.names.is_empty() {
             parts.push(format!("its name says {}", quoted(&self.names)));
+        }
+        if !self.domains.is_empty() {
+            parts.push(format!(
+                "its vendor's APIs are under {}",
+                quoted(&self.domains)
+            ));
+        }
+        if !self.local.is_empty() {
+            parts.push(format!(
+                "the service it names listens by default at {}",
+                quoted(&self.local)
+            ));
         }
         if !self.hosts.is_empty() {
             parts.push(format!("its configuration names {}", quoted(&self.hosts)));
@@ -252,10 +392,10 @@ fn entry_point(command: &[String]) -> Option<&str> {
     None
 }
 
-/// The naming words of an entry point: a package (`@scope/name`, or the package of a
-/// `node_modules` or `site-packages` path) by its scope and name, a program or script by
+/// The parts of an entry point that name it: a package (`@scope/name`, or the package of
+/// a `node_modules` or `site-packages` path) by its scope and name, a program or script by
 /// its file name.
-fn entry_names(entry: &str) -> Vec<String> {
+fn entry_parts(entry: &str) -> Vec<&str> {
     let parts: Vec<&str> = entry.split('/').collect();
     let package = match parts
         .iter()
@@ -265,24 +405,16 @@ fn entry_names(entry: &str) -> Vec<String> {
         None if entry.starts_with('@') => parts.iter().take(2).copied().collect(),
         None => vec![strip_extension(parts.last().copied().unwrap_or(entry))],
     };
-    let mut names = Vec::new();
-    for part in package
-        .iter()
-        .take(if package.first().is_some_and(|p| p.starts_with('@')) {
-            2
-        } else {
-            1
-        })
-    {
+    let scoped = package.first().is_some_and(|p| p.starts_with('@'));
+    package
+        .into_iter()
+        .take(if scoped { 2 } else { 1 })
         // `pkg@1.2.3`: the version names nothing.
-        let part = part
-            .trim_start_matches('@')
-            .split('@')
-            .next()
-            .unwrap_or(part);
-        names.extend(naming_words(part));
-    }
-    names
+        .map(|part| {
+            let bare = part.trim_start_matches('@');
+            bare.split('@').next().unwrap_or(bare)
+        })
+        .collect()
 }
 
 fn strip_extension(name: &str) -> &str {

@@ -238,7 +238,7 @@ fn edited_verdict_and_profile_records_are_named_by_verify() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
         stdout.contains("graded under rules revision 0")
-            && stdout.contains("1 records differ")
+            && stdout.contains("1 records differ, 1 of them in verdict")
             && stdout.contains("REGRADED")
             && stdout.contains("read_note × fs.write"),
         "{stdout}"

@@ -108,27 +108,7 @@ pub(crate) fn verify_probe(path: &std::path::Path) -> Exit {
         // Graded under other rules: the chain shows the receipts are as written; the
         // differences are what today's rules make of the same evidence.
         Ok(regraded) if regraded.other_rules() => {
-            println!(
-                "{dir}: {chain}; graded under rules revision {}, re-graded under revision {}: {} records differ (a rule change, not tampering: the chain verifies)",
-                regraded.graded_under,
-                vac_contracts::RULES,
-                regraded.mismatches.len()
-            );
-            for m in regraded.mismatches.iter().take(20) {
-                let at = m
-                    .seq
-                    .map_or("missing record".to_string(), |s| format!("seq {s}"));
-                println!(
-                    "{dir}: REGRADED: {at}: {} × {}: {}",
-                    m.tool, m.clause, m.detail
-                );
-            }
-            if regraded.mismatches.len() > 20 {
-                println!(
-                    "{dir}: REGRADED: … and {} more",
-                    regraded.mismatches.len() - 20
-                );
-            }
+            print_rule_change(&dir.to_string(), &chain.to_string(), &regraded);
             Exit::Clean
         }
         Ok(regraded) => {
@@ -152,5 +132,44 @@ pub(crate) fn verify_probe(path: &std::path::Path) -> Exit {
             println!("{dir}: BROKEN: {:#}", anyhow::Error::new(error));
             Exit::Broken
         }
+    }
+}
+
+/// What today's rules make of receipts graded under another revision: every verdict that
+/// changes (recorded → re-graded), then a count of records whose verdict stays with another
+/// reason or evidence, the first few of them shown.
+fn print_rule_change(dir: &str, chain: &str, regraded: &crate::probe::Regraded) {
+    let (changed, reworded): (Vec<_>, Vec<_>) = regraded
+        .mismatches
+        .iter()
+        .partition(|m| m.changed.is_some());
+    println!(
+        "{dir}: {chain}; graded under rules revision {}, re-graded under revision {}: {} records differ, {} of them in verdict (a rule change, not tampering: the chain verifies)",
+        regraded.graded_under,
+        vac_contracts::RULES,
+        regraded.mismatches.len(),
+        changed.len()
+    );
+    let line = |m: &crate::probe::VerdictMismatch| {
+        let at = m
+            .seq
+            .map_or("missing record".to_string(), |s| format!("seq {s}"));
+        format!(
+            "{dir}: REGRADED: {at}: {} × {}: {}",
+            m.tool, m.clause, m.detail
+        )
+    };
+    for m in &changed {
+        println!("{}", line(m));
+    }
+    const SHOWN: usize = 20;
+    for m in reworded.iter().take(SHOWN) {
+        println!("{}", line(m));
+    }
+    if reworded.len() > SHOWN {
+        println!(
+            "{dir}: REGRADED: … and {} more with the same verdict",
+            reworded.len() - SHOWN
+        );
     }
 }

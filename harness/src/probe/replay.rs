@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vac_contracts::{ContractDocument, ErrorKind, RunError, grade as grade_cells, server_row};
-use vac_receipts::{Body, ReceiptLog, SensorStatus};
+use vac_receipts::{Body, ReceiptLog, SensorStatus, VerdictKind};
 
 use super::conformance::Conformance;
 use super::contract::{Derivation, manifest};
@@ -511,6 +511,9 @@ pub struct VerdictMismatch {
     pub tool: String,
     pub clause: String,
     pub detail: String,
+    /// The verdict the record holds and the one re-grading gives, where they differ
+    /// (`None`: the same verdict for another reason or evidence, or no record to compare).
+    pub changed: Option<(VerdictKind, VerdictKind)>,
 }
 
 /// What re-grading a verified directory found: the verdict records the recorded
@@ -558,16 +561,20 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
     };
     let mut mismatches = Vec::new();
     for (i, (seq, found)) in recorded.verdicts.iter().enumerate() {
-        let mismatch = |detail: String| VerdictMismatch {
+        let mismatch = |detail: String, changed| VerdictMismatch {
             seq: Some(*seq),
             tool: found.tool.clone(),
             clause: found.clause.clone(),
             detail,
+            changed,
         };
         match expected.get(i) {
             Some(want) if want == found => {}
-            Some(want) => mismatches.push(mismatch(difference(want, found))),
-            None => mismatches.push(mismatch("no such cell in the re-graded grid".into())),
+            Some(want) => mismatches.push(mismatch(
+                difference(want, found),
+                (want.verdict != found.verdict).then_some((found.verdict, want.verdict)),
+            )),
+            None => mismatches.push(mismatch("no such cell in the re-graded grid".into(), None)),
         }
     }
     for want in expected.iter().skip(recorded.verdicts.len()) {
@@ -579,6 +586,7 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
                 "re-grading gives {:?}, the log has no record of it",
                 want.verdict
             ),
+            changed: None,
         });
     }
     // Receipts written before profiles were recorded hold none: nothing to check. Once
@@ -619,6 +627,7 @@ fn profile_mismatches(
             tool: tool(found),
             clause: "profile".into(),
             detail,
+            changed: None,
         });
     }
     for want in expected.iter().skip(recorded.len()) {
@@ -630,6 +639,7 @@ fn profile_mismatches(
                 "the evidence gives {}, the log has no record of it",
                 line(want)
             ),
+            changed: None,
         });
     }
     mismatches
