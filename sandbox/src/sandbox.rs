@@ -426,7 +426,7 @@ impl Sandbox {
                     ..config.sinkhole.clone()
                 };
                 match Sinkhole::start(init_pid, options) {
-                    Ok(sinkhole) => NetSensor::On(sinkhole),
+                    Ok(sinkhole) => NetSensor::On(Box::new(sinkhole)),
                     Err(error) => NetSensor::Failed(format!(
                         "the sinkhole could not start: {}",
                         error_chain(&error)

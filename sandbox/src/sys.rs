@@ -167,6 +167,74 @@ pub(crate) fn loopback_up() -> Result<(), Errno> {
     Ok(())
 }
 
+/// A TAP device named `name` in the calling thread's network namespace, as a non-blocking
+/// descriptor that reads the Ethernet frames the kernel sends out of it and writes the ones
+/// it receives, each behind a `virtio_net_hdr` (so a frame whose checksum or segmentation
+/// another device left to hardware passes as it is). The device lives as long as the
+/// descriptor.
+pub(crate) fn open_tap(name: &str) -> Result<OwnedFd, Errno> {
+    let fd = nix::fcntl::open(
+        "/dev/net/tun",
+        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    // SAFETY: ifreq is a plain C struct for which all-zero bytes are a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.len() >= request.ifr_name.len() {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    for (slot, byte) in request.ifr_name.iter_mut().zip(name.bytes()) {
+        *slot = byte as libc::c_char;
+    }
+    request.ifr_ifru.ifru_flags =
+        (libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as libc::c_short;
+    // SAFETY: TUNSETIFF reads the name and flags from `request` (valid for the call) and
+    // attaches the descriptor, which this frame owns, to the device it creates.
+    Errno::result(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &request) })?;
+    Ok(fd)
+}
+
+/// An `AF_PACKET` raw socket on interface `index` alone, non-blocking: it reads every frame
+/// that arrives there (not the ones it sends itself) and sends frames out of it, each
+/// behind a `virtio_net_hdr` as a TAP device opened by [`open_tap`] reads and writes them.
+pub(crate) fn link_socket(index: u32) -> Result<OwnedFd, Errno> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType};
+    let socket = nix::sys::socket::socket(
+        AddressFamily::Packet,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        SockProtocol::EthAll,
+    )?;
+    let one: libc::c_int = 1;
+    for option in [libc::PACKET_VNET_HDR, libc::PACKET_IGNORE_OUTGOING] {
+        // SAFETY: both options read one int from a pointer valid for the call.
+        Errno::result(unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_PACKET,
+                option,
+                (&raw const one).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })?;
+    }
+    // SAFETY: sockaddr_ll is a plain C struct for which all-zero bytes are a valid value.
+    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    address.sll_family = libc::AF_PACKET as libc::c_ushort;
+    address.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    address.sll_ifindex = index as libc::c_int;
+    // SAFETY: bind reads `size_of::<sockaddr_ll>()` bytes from `address`, which this frame
+    // owns for the call.
+    Errno::result(unsafe {
+        libc::bind(
+            socket.as_raw_fd(),
+            (&raw const address).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    Ok(socket)
+}
+
 /// Opens a pidfd: a handle on a process that cannot be confused with a later process that
 /// reuses its pid.
 pub(crate) fn pidfd_open(pid: Pid) -> Result<OwnedFd, Errno> {

@@ -1,5 +1,6 @@
-//! The rtnetlink requests that join a run's network namespace to the sinkhole's: a veth pair,
-//! addresses, links up and routes, each a request the kernel acknowledges, made in the
+//! The rtnetlink requests that join a run's network namespace to the sinkhole's (through
+//! the wire's, `wire.rs`): a veth pair, addresses, links up and routes, each a request the
+//! kernel acknowledges, made in the
 //! namespace of the calling thread.
 
 use std::net::IpAddr;
@@ -134,7 +135,10 @@ impl Rtnl {
         bound: std::time::Duration,
     ) -> Result<(), NetError> {
         let started = std::time::Instant::now();
-        while self.oper_state(index, name)? != State::Up && started.elapsed() < bound {
+        // A TAP device that is up reports `Unknown`: its driver does not track the state.
+        while !matches!(self.oper_state(index, name)?, State::Up | State::Unknown)
+            && started.elapsed() < bound
+        {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
         Ok(())

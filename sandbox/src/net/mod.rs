@@ -1,10 +1,13 @@
 //! The network sensor: a [`Sinkhole`] in a network namespace of its own, joined to the
-//! sandbox's by a veth pair, so that every attempt to reach the network is observed, nothing
+//! sandbox's by a link that holds frames for a network's round trip (`wire.rs`), so that every attempt to reach the network is observed, nothing
 //! leaves the machine, and the program sees none of the sinkhole's sockets.
 //!
-//! - **Link** (`link.rs`, `setup.rs`): the run's namespace has `lo` and `eth0` (10.0.2.15/24,
-//!   fd00::15/64) with default routes to the sinkhole's side (10.0.2.2, fd00::2), as a
-//!   virtual machine's user network has. In the sinkhole's namespace every address but the
+//! - **Link** (`link.rs`, `setup.rs`, `wire.rs`): the run's namespace has `lo` and `eth0`
+//!   (10.0.2.15/24, fd00::15/64) with default routes to the sinkhole's side (10.0.2.2,
+//!   fd00::2), as a virtual machine's user network has. `eth0` is a veth, as a container's is;
+//!   its peer lies in a third namespace with no address, where a thread reads its frames
+//!   and carries them to the sinkhole's TAP device (and back), each frame to a public
+//!   address held for a round trip of the internet's. In the sinkhole's namespace every address but the
 //!   run's is local (`local 0.0.0.0/0` and `local ::/0` on `lo` in table `local`, beside
 //!   routes back to the run's addresses), so every packet the run sends off its loopback
 //!   ends there.
@@ -43,6 +46,7 @@ mod setup;
 mod tcp;
 mod tls;
 mod web;
+mod wire;
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
@@ -179,6 +183,8 @@ pub struct Sinkhole {
     resolvers: Vec<Arc<UdpSocket>>,
     /// What the resolvers have answered in this run, for their latency.
     cache: Arc<dns::Cache>,
+    /// The link from the run's `eth0`, which holds frames for their round trip.
+    wire: wire::Wire,
     /// Closed aside ([`crate::aside`]): a packet socket's close waits for a grace period.
     capture: Arc<crate::aside::ClosedAside<AsyncFd<OwnedFd>>>,
     diag: netlink_sys::Socket,
@@ -220,7 +226,8 @@ impl Sinkhole {
     pub fn pending(&self) -> bool {
         let queued =
             |fd: std::os::fd::BorrowedFd<'_>| crate::sys::queued_bytes(fd).unwrap_or(1) > 0;
-        queued(self.capture.get_ref().as_fd())
+        self.wire.in_flight()
+            || queued(self.capture.get_ref().as_fd())
             || self.resolvers.iter().any(|socket| queued(socket.as_fd()))
             || self.reading.available_permits() < self.max_open
     }
@@ -268,6 +275,7 @@ impl Sinkhole {
 
     /// Reads what is still queued, stops serving and returns the final log.
     pub fn stop(mut self) -> NetworkLog {
+        self.wire.stop();
         let mut buffer = vec![0u8; 65_536];
         let _ = capture::read_all(
             self.capture.get_ref(),
@@ -299,7 +307,7 @@ pub(crate) enum NetSensor {
     Off,
     /// The sinkhole could not start; the reason.
     Failed(String),
-    On(Sinkhole),
+    On(Box<Sinkhole>),
 }
 
 impl NetSensor {

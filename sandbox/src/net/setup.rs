@@ -28,6 +28,9 @@ use crate::sys;
 /// the sinkhole's own, so that the run sees none of them (not in its `/proc/net/tcp`, nor
 /// through sock_diag).
 pub(super) struct Sockets {
+    /// The link's two ends the wire carries frames between: a packet socket on the far end
+    /// of the run's veth pair, and the sinkhole's TAP device.
+    link: (OwnedFd, OwnedFd),
     capture: OwnedFd,
     diag: netlink_sys::Socket,
     resolvers: Vec<UdpSocket>,
@@ -38,6 +41,8 @@ pub(super) struct Sockets {
 /// run's `eth0` with a private address and a default route to the sinkhole's side.
 const RUN_LINK: &str = "eth0";
 const SINK_LINK: &str = "uplink0";
+/// The far end of the run's veth pair, in the wire's namespace.
+const WIRE_LINK: &str = "wire0";
 const RUN_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 15);
 const SINK_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 const RUN_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0x15);
@@ -45,8 +50,11 @@ const SINK_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 /// How long a link is waited for to come up before a run goes on without it.
 const LINK_WATCH: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Makes the sinkhole's namespace, joins it to the run's (behind `ns_fd`) by a veth pair,
-/// and creates the sockets on each side. Each namespace is entered by a thread of its own;
+/// Makes the sinkhole's namespace, joins it to the run's (behind `ns_fd`), and creates the
+/// sockets on each side. The run's `eth0` is one end of a veth pair, as a container's is;
+/// the other end lies in a third namespace of its own with no address, where a packet
+/// socket takes its frames and the [`super::wire::Wire`] carries them to the sinkhole's TAP
+/// device and back. Each namespace is entered by a thread of its own;
 /// the sinkhole's lives as long as its sockets (the kernel reclaims it with the last).
 pub(super) fn in_namespace(
     init_pid: Pid,
@@ -61,7 +69,18 @@ pub(super) fn in_namespace(
             .map(OwnedFd::from)
             .map_err(|source| NetError::Namespace { pid, source })
     })?;
-    let sink_for_run = sink_ns
+    // The wire's namespace holds nothing but the veth's far end: no address, no IPv6, so
+    // its kernel answers nothing and forwards nothing, and every frame is the wire's.
+    let wire_ns = on_thread(pid, move || {
+        sys::new_net_namespace().map_err(|errno| NetError::Enter { pid, errno })?;
+        for conf in ["all", "default"] {
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1");
+        }
+        std::fs::File::open("/proc/thread-self/ns/net")
+            .map(OwnedFd::from)
+            .map_err(|source| NetError::Namespace { pid, source })
+    })?;
+    let wire_for_run = wire_ns
         .try_clone()
         .map_err(|source| NetError::Namespace { pid, source })?;
     let run_ns = ns_fd
@@ -69,9 +88,19 @@ pub(super) fn in_namespace(
         .map_err(|source| NetError::Namespace { pid, source })?;
     let (capture, diag, loopback) = on_thread(pid, move || {
         sys::enter_net_namespace(ns_fd.as_fd()).map_err(|errno| NetError::Enter { pid, errno })?;
-        run_side(sink_for_run.as_fd())
+        run_side(wire_for_run.as_fd())
     })?;
-    let (mut resolvers, listeners) = on_thread(pid, move || {
+    let run_link = on_thread(pid, move || {
+        sys::enter_net_namespace(wire_ns.as_fd())
+            .map_err(|errno| NetError::Enter { pid, errno })?;
+        let wire = index(WIRE_LINK)?;
+        Rtnl::open()?.up(wire, WIRE_LINK)?;
+        sys::link_socket(wire).map_err(|errno| NetError::Link {
+            what: format!("open a packet socket on {WIRE_LINK}"),
+            source: errno.into(),
+        })
+    })?;
+    let (sink_link, mut resolvers, listeners) = on_thread(pid, move || {
         sys::enter_net_namespace(sink_ns.as_fd())
             .map_err(|errno| NetError::Enter { pid, errno })?;
         sink_side(&ports)
@@ -83,6 +112,7 @@ pub(super) fn in_namespace(
     })?;
     resolvers.extend(loopback);
     Ok(Sockets {
+        link: (run_link, sink_link),
         capture,
         diag,
         resolvers,
@@ -107,15 +137,15 @@ fn on_thread<T: Send + 'static>(
     })
 }
 
-/// In the run's namespace: the veth pair (its peer in `sink`), `eth0`'s addresses and
+/// In the run's namespace: the veth pair (its peer in `wire`), `eth0`'s addresses and
 /// default routes, the capture, the socket diagnostics, and a resolver on each loopback
 /// nameserver the resolver configuration names (a local stub such as systemd-resolved's
 /// `127.0.0.53` is where a real machine has one too).
 fn run_side(
-    sink: std::os::fd::BorrowedFd<'_>,
+    wire: std::os::fd::BorrowedFd<'_>,
 ) -> Result<(OwnedFd, netlink_sys::Socket, Vec<UdpSocket>), NetError> {
     let rtnl = Rtnl::open()?;
-    rtnl.add_veth(RUN_LINK, SINK_LINK, sink)?;
+    rtnl.add_veth(RUN_LINK, WIRE_LINK, wire)?;
     let eth0 = index(RUN_LINK)?;
     rtnl.add_address(eth0, RUN_V4.into(), 24)?;
     rtnl.add_address(eth0, RUN_V6.into(), 64)?;
@@ -168,8 +198,13 @@ fn run_side(
 /// addresses are unreachable, as from a machine that is no cloud instance: the metadata
 /// address (169.254.169.254) answers nothing, where a sinkhole's page told it (the attempt
 /// is still captured as it leaves the run's `eth0`).
-fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetError> {
+#[allow(clippy::type_complexity)]
+fn sink_side(ports: &[u16]) -> Result<(OwnedFd, Vec<UdpSocket>, Vec<TcpListener>), NetError> {
     let rtnl = Rtnl::open()?;
+    let link = sys::open_tap(SINK_LINK).map_err(|errno| NetError::Link {
+        what: format!("open the TAP device {SINK_LINK}"),
+        source: errno.into(),
+    })?;
     let uplink = index(SINK_LINK)?;
     rtnl.add_address(uplink, SINK_V4.into(), 24)?;
     rtnl.add_address(uplink, SINK_V6.into(), 64)?;
@@ -231,7 +266,7 @@ fn sink_side(ports: &[u16]) -> Result<(Vec<UdpSocket>, Vec<TcpListener>), NetErr
     }
     // The link came up as the sockets were made: the kernel has seen it by now, mostly.
     rtnl.wait_up(uplink, SINK_LINK, LINK_WATCH)?;
-    Ok((resolvers, listeners))
+    Ok((link, resolvers, listeners))
 }
 
 /// The index of the interface `name` in the calling thread's namespace.
@@ -282,6 +317,11 @@ pub(super) fn serve(
         }
     };
     let listened: Arc<[u16]> = ports.into();
+    let (run_link, sink_link) = sockets.link;
+    let wire = super::wire::Wire::start(run_link, sink_link).map_err(|source| NetError::Link {
+        what: "start the link between the namespaces".into(),
+        source,
+    })?;
     let capture = sys::register_async(sockets.capture).map_err(|e| {
         NetError::Capture(nix::errno::Errno::from_raw(
             e.raw_os_error().unwrap_or(libc::EIO),
@@ -337,6 +377,7 @@ pub(super) fn serve(
         listened,
         resolvers,
         cache,
+        wire,
         capture,
         diag: sockets.diag,
         tasks,
