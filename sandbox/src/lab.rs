@@ -58,6 +58,12 @@ pub enum LabError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot write the lab's image {path}")]
+    Image {
+        path: PathBuf,
+        #[source]
+        source: backhand::BackhandError,
+    },
 }
 
 impl Default for Lab {
@@ -207,17 +213,128 @@ impl Lab {
         chown_tree(&root, uid, gid)?;
         let mut seed = [0u8; 32];
         let _ = getrandom::fill(&mut seed);
-        let now = SystemTime::now();
+        // Whole seconds, as the lab's image keeps them (`pack`).
+        let now = UNIX_EPOCH
+            + Duration::from_secs(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs(),
+            );
         age_tree(&root, Path::new(""), &History { seed, now }).map(drop)
     }
+
+    /// Packs `layer`, as [`Lab::build`] left it, into a SquashFS image at `image`: the same
+    /// tree, modes, owners and modification times. A SquashFS inode has one time, so each
+    /// entry's change and access times read as its modification time, as a file's do that
+    /// was written once and not changed since; on the layer's own filesystem every change
+    /// time would say when the lab was made. A directory above the lab (`/home` of a lab at
+    /// `/home/user`) takes the mode, owner and time of the host's directory at that path
+    /// under `host_root`, where there is one.
+    pub(crate) fn pack(
+        &self,
+        layer: &Path,
+        host_root: &Path,
+        image: &Path,
+    ) -> Result<(), LabError> {
+        let failed = |source| LabError::Image {
+            path: image.into(),
+            source,
+        };
+        let mut writer = backhand::FilesystemWriter::default();
+        writer.set_compressor(
+            backhand::FilesystemCompressor::new(backhand::compression::Compressor::Gzip, None)
+                .map_err(failed)?,
+        );
+        let lab = self.mount.strip_prefix("/").unwrap_or(&self.mount);
+        let root = header_of(layer, &host_root.join(""), true)?;
+        writer.set_root_mode(root.permissions);
+        writer.set_root_uid(root.uid);
+        writer.set_root_gid(root.gid);
+        writer.set_time(root.mtime);
+        pack_tree(&mut writer, layer, Path::new(""), lab, host_root)?;
+        let file = fs::File::create(image).map_err(|source| LabError::Io {
+            path: image.into(),
+            source,
+        })?;
+        writer.write(io::BufWriter::new(file)).map_err(failed)?;
+        Ok(())
+    }
+}
+
+/// Adds the entries of `dir` (at `relative` in the image) to `writer`, directories before
+/// what they hold; `lab` is the lab's path in the image (its ancestors take the host's
+/// directories' metadata).
+fn pack_tree(
+    writer: &mut backhand::FilesystemWriter<'_, '_, '_>,
+    dir: &Path,
+    relative: &Path,
+    lab: &Path,
+    host_root: &Path,
+) -> Result<(), LabError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LabError::Io { path, source }
+    };
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(dir)
+        .map_err(io(dir))?
+        .collect::<Result<_, _>>()
+        .map_err(io(dir))?;
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let inside = relative.join(entry.file_name());
+        let in_image = Path::new("/").join(&inside);
+        let image_error = |source| LabError::Image {
+            path: in_image.clone(),
+            source,
+        };
+        let kind = entry.file_type().map_err(io(&path))?;
+        let above_lab = lab.starts_with(&inside) && lab != inside;
+        let header = header_of(&path, &host_root.join(&inside), above_lab)?;
+        if kind.is_dir() {
+            writer.push_dir(&in_image, header).map_err(image_error)?;
+            pack_tree(writer, &path, &inside, lab, host_root)?;
+        } else if kind.is_symlink() {
+            let target = fs::read_link(&path).map_err(io(&path))?;
+            writer
+                .push_symlink(target, &in_image, header)
+                .map_err(image_error)?;
+        } else if kind.is_file() {
+            writer
+                .push_file_from_path(path.clone(), &in_image, header)
+                .map_err(image_error)?;
+        }
+        // Nothing else is planted; a template's sockets or pipes are left out.
+    }
+    Ok(())
+}
+
+/// The SquashFS metadata of `path`; with `from_host`, of the host's `host` instead where it
+/// exists.
+fn header_of(path: &Path, host: &Path, from_host: bool) -> Result<backhand::NodeHeader, LabError> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = match from_host.then(|| fs::metadata(host)) {
+        Some(Ok(metadata)) => metadata,
+        _ => fs::symlink_metadata(path).map_err(|source| LabError::Io {
+            path: path.into(),
+            source,
+        })?,
+    };
+    Ok(backhand::NodeHeader::new(
+        (metadata.mode() & 0o7777) as u16,
+        metadata.uid(),
+        metadata.gid(),
+        u32::try_from(metadata.mtime().max(0)).unwrap_or(u32::MAX),
+    ))
 }
 
 /// The times a lab's files are given, so that it looks lived in rather than made a moment
 /// before the first call (a server that found every file's mtime within a second of its
 /// start knew it was audited): each file modified some day in the last two years and read
 /// since, drawn per run and path; each directory modified when its newest entry was.
-/// Change times cannot be set (the kernel stamps them), so they still say when the lab
-/// was made (`sandbox/TELLS.md`).
+/// Change times cannot be set (the kernel stamps them): the run mounts the layer's image
+/// instead ([`Lab::pack`]), where each entry has the one time it was given.
 struct History {
     seed: [u8; 32],
     now: SystemTime,
@@ -306,12 +423,11 @@ impl LabView {
         self.root.join("work")
     }
     /// A directory of the lab for the sandbox's own marker file (watched, like all of the
-    /// lab): the temporary directory, or in a home the cache directory.
+    /// lab): the temporary directory, in either layout. Not in a home: the marker's write
+    /// would copy the home and its parents up into the upper layer, each with a change time
+    /// of the moment the run began.
     pub(crate) fn scratch(&self) -> PathBuf {
-        match self.layout {
-            Layout::Split => self.tmp(),
-            Layout::Home => self.root.join(".cache"),
-        }
+        self.tmp()
     }
     /// Whether the lab is a home of the ordinary shape ([`Lab::home`]): the program's
     /// environment then names only what a login gives (no TMPDIR, no XDG directories).

@@ -13,6 +13,7 @@ pub enum Stage {
     Unshare,
     ForkInit,
     MountPrivate,
+    MountLab,
     MountOverlay,
     MountProc,
     MountDev,
@@ -34,11 +35,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    const ALL: [Stage; 22] = [
+    const ALL: [Stage; 23] = [
         Stage::JoinCgroup,
         Stage::Unshare,
         Stage::ForkInit,
         Stage::MountPrivate,
+        Stage::MountLab,
         Stage::MountOverlay,
         Stage::MountProc,
         Stage::MountDev,
@@ -74,6 +76,7 @@ impl fmt::Display for Stage {
             Stage::Unshare => "creating namespaces",
             Stage::ForkInit => "forking the sandbox init",
             Stage::MountPrivate => "making mounts private",
+            Stage::MountLab => "mounting the lab's image",
             Stage::MountOverlay => "mounting the overlay root",
             Stage::MountProc => "mounting /proc",
             Stage::MountDev => "mounting /dev",

@@ -24,6 +24,9 @@ pub(crate) struct RootfsPlan {
     pub(crate) layers_dir: PathBuf,
     /// `lowerdir=…,upperdir=…,workdir=…` and the fixed overlay features.
     pub(crate) overlay_options: String,
+    /// The loop device holding the lab's image, and the lab layer it is mounted on (in this
+    /// mount namespace alone: the host keeps the tree the image was packed from).
+    pub(crate) lab_image: Option<(PathBuf, PathBuf)>,
 }
 
 const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
@@ -55,6 +58,10 @@ pub(crate) fn enter(plan: &RootfsPlan) -> Result<(), (Stage, Errno)> {
     let at = |stage| move |errno| (stage, errno);
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(at(Stage::MountPrivate))?;
+    if let Some((device, layer)) = &plan.lab_image {
+        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(Some(device), layer, Some("squashfs"), flags, none).map_err(at(Stage::MountLab))?;
+    }
     let merged = &plan.merged;
     nix::unistd::chdir(&plan.layers_dir).map_err(at(Stage::MountOverlay))?;
     mount(

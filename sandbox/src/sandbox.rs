@@ -250,6 +250,10 @@ impl Sandbox {
             .insert(RunDir::create(&config.run_root, &id, &config.limits)?);
         let (uid, gid) = config.run_as.ids();
         config.lab.build(&run_dir.lab_layer(), uid, gid)?;
+        let lab_image = lab_image(&config.lab, run_dir).map(|(device, path)| {
+            guard.lab_device = Some(device);
+            (path, run_dir.lab_layer())
+        });
         let view = config.lab.view();
         let env = self.environment(&view, mask::account_name(&run_dir.lower(), uid));
         let path_var = env
@@ -299,6 +303,7 @@ impl Sandbox {
                     &run_dir.upper(),
                     &run_dir.work(),
                 ),
+                lab_image,
             },
             hostname: config.hostname.clone(),
             marker_path: marker.path.clone(),
@@ -1025,6 +1030,40 @@ fn process_at_work(pid: i32, timers: bool) -> bool {
             _ => false,
         }
     })
+}
+
+/// The lab's layer packed into an image on a loop device, for the run's mount namespace to
+/// mount over the layer ([`Lab::pack`]): on the layer's own filesystem every file's change
+/// time says when the lab was made, a moment before the first call. Where the kernel has no
+/// SquashFS or no loop device, the run goes on with the layer as built, and says so in the
+/// log (change times then tell, `sandbox/TELLS.md`).
+fn lab_image(lab: &Lab, run_dir: &RunDir) -> Option<(OwnedFd, PathBuf)> {
+    static SQUASHFS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let known = SQUASHFS.get_or_init(|| {
+        std::fs::read_to_string("/proc/filesystems").is_ok_and(|list| {
+            list.lines()
+                .any(|line| line.trim_end().ends_with("squashfs"))
+        })
+    });
+    if !known {
+        tracing::warn!("the kernel has no SquashFS: the lab's change times say when it was made");
+        return None;
+    }
+    let image = run_dir.path().join("lab.sqfs");
+    let attached = lab
+        .pack(&run_dir.lab_layer(), &run_dir.lower(), &image)
+        .map_err(|error| error_chain(&error))
+        .and_then(|()| std::fs::File::open(&image).map_err(|error| error.to_string()))
+        .and_then(|file| {
+            sys::attach_loop(file.as_fd()).map_err(|errno| format!("attach a loop device: {errno}"))
+        });
+    match attached {
+        Ok(device) => Some(device),
+        Err(error) => {
+            tracing::warn!(%error, "the lab's image could not be made: its change times say when it was made");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::sys::signal::{SigHandler, Signal};
@@ -233,6 +234,91 @@ pub(crate) fn link_socket(index: u32) -> Result<OwnedFd, Errno> {
         )
     })?;
     Ok(socket)
+}
+
+/// `struct loop_info64` of `<linux/loop.h>`.
+#[repr(C)]
+struct LoopInfo64 {
+    device: u64,
+    inode: u64,
+    rdevice: u64,
+    offset: u64,
+    size_limit: u64,
+    number: u32,
+    encrypt_type: u32,
+    encrypt_key_size: u32,
+    flags: u32,
+    file_name: [u8; 64],
+    crypt_name: [u8; 64],
+    encrypt_key: [u8; 32],
+    init: [u64; 2],
+}
+
+/// `struct loop_config` of `<linux/loop.h>`.
+#[repr(C)]
+struct LoopConfig {
+    fd: u32,
+    block_size: u32,
+    info: LoopInfo64,
+    reserved: [u64; 8],
+}
+
+const LOOP_CONFIGURE: libc::Ioctl = 0x4C0A;
+const LOOP_CTL_GET_FREE: libc::Ioctl = 0x4C82;
+const LO_FLAGS_READ_ONLY: u32 = 1;
+const LO_FLAGS_AUTOCLEAR: u32 = 4;
+
+/// Attaches `image` read-only to a free loop device and returns the device's descriptor
+/// and path. The device detaches itself once its last descriptor and mount are gone
+/// (autoclear), so nothing of it outlives the run, whatever ends vac.
+pub(crate) fn attach_loop(image: BorrowedFd<'_>) -> Result<(OwnedFd, PathBuf), Errno> {
+    use nix::fcntl::OFlag;
+    let control = nix::fcntl::open(
+        "/dev/loop-control",
+        OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    // Another process may take the free device first: then ask again.
+    for _ in 0..16 {
+        // SAFETY: LOOP_CTL_GET_FREE takes no argument and returns a device number or -1.
+        let number = Errno::result(unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) })?;
+        let path = PathBuf::from(format!("/dev/loop{number}"));
+        let device = nix::fcntl::open(
+            &path,
+            OFlag::O_RDWR | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )?;
+        let mut config = LoopConfig {
+            fd: image.as_raw_fd() as u32,
+            block_size: 0,
+            info: LoopInfo64 {
+                device: 0,
+                inode: 0,
+                rdevice: 0,
+                offset: 0,
+                size_limit: 0,
+                number: 0,
+                encrypt_type: 0,
+                encrypt_key_size: 0,
+                flags: LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR,
+                file_name: [0; 64],
+                crypt_name: [0; 64],
+                encrypt_key: [0; 32],
+                init: [0; 2],
+            },
+            reserved: [0; 8],
+        };
+        // SAFETY: LOOP_CONFIGURE reads one loop_config (laid out as the kernel's) from a
+        // pointer valid for the call; the image descriptor in it is open and borrowed.
+        match Errno::result(unsafe {
+            libc::ioctl(device.as_raw_fd(), LOOP_CONFIGURE, &raw mut config)
+        }) {
+            Ok(_) => return Ok((device, path)),
+            Err(Errno::EBUSY) => continue,
+            Err(errno) => return Err(errno),
+        }
+    }
+    Err(Errno::EBUSY)
 }
 
 /// Opens a pidfd: a handle on a process that cannot be confused with a later process that

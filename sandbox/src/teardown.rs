@@ -40,6 +40,9 @@ pub(crate) struct Guard {
     pub(crate) accesses: Option<AccessSensor>,
     /// The access sensor's final log, or why it did not run.
     pub(crate) accesses_log: Option<Result<AccessLog, String>>,
+    /// The loop device of the lab's image, held until the run's mount of it is made (it
+    /// detaches itself once this and the mount are gone).
+    pub(crate) lab_device: Option<OwnedFd>,
 }
 
 impl Guard {
@@ -59,6 +62,7 @@ impl Guard {
             procs_log: None,
             accesses: None,
             accesses_log: None,
+            lab_device: None,
         }
     }
 

@@ -189,3 +189,40 @@ async fn a_program_in_a_home_lab_sees_no_sign_of_the_audit() {
         "the program read a sign of vac: {out}"
     );
 }
+
+/// The lab's files, the home and its parent say when they were last changed as a lived-in
+/// home does: days or months ago, not the moment the run began (a file's change time is
+/// stamped by the kernel and cannot be set; the lab is an image whose inodes keep theirs).
+/// A file the program writes is changed now, as anywhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_labs_change_times_are_its_history_not_the_runs_start() {
+    let test = "the_labs_change_times_are_its_history_not_the_runs_start";
+    if !privileged(test) {
+        return;
+    }
+    let script = "now=$(date +%s); for f in $HOME $HOME/.ssh $HOME/.ssh/id_ed25519 \
+                  $HOME/work/notes.md; do echo \"$f $((now - $(stat -c %Z $f)))\"; done; \
+                  echo written > $HOME/work/new.md; echo \"new $((now - $(stat -c %Z $HOME/work/new.md)))\"";
+    let sandbox = Sandbox::builder(["/bin/sh", "-c", script])
+        .lab(
+            vac_sandbox::Lab::home("/root")
+                .plant("work/notes.md", "notes\n")
+                .plant(".ssh/id_ed25519", "key\n"),
+        )
+        .run_as(RunAs::RootWithoutCapabilities)
+        .build()
+        .unwrap();
+    let (out, err, _stopped) = run_to_end(sandbox.spawn().unwrap()).await;
+    let ages: Vec<(&str, i64)> = out
+        .lines()
+        .filter_map(|line| {
+            let (path, age) = line.rsplit_once(' ')?;
+            Some((path, age.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(ages.len(), 5, "{out} {err}");
+    for (path, age) in &ages[..4] {
+        assert!(*age >= 86_400, "{path} changed {age} s ago: {out}");
+    }
+    assert!(ages[4].1 < 60, "a file written now: {out}");
+}
