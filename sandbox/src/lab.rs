@@ -260,6 +260,56 @@ impl Lab {
         writer.write(io::BufWriter::new(file)).map_err(failed)?;
         Ok(())
     }
+    /// The lab's layer packed into an image ([`Lab::pack`]) at `image` and attached to a loop
+    /// device, for the run's mount namespace to mount over the layer: on the layer's own
+    /// filesystem every file's change time says when the lab was made, a moment before the
+    /// first call. Returns the device's descriptor (held until the mount is made) and path.
+    /// Where the kernel has no SquashFS or no loop device, `None`: the run goes on with the
+    /// layer as built, and says so in the log (change times then tell, `sandbox/TELLS.md`).
+    pub(crate) fn image_on_loop(
+        &self,
+        layer: &Path,
+        host_root: &Path,
+        image: &Path,
+    ) -> Option<(std::os::fd::OwnedFd, PathBuf)> {
+        use std::os::fd::AsFd;
+        static SQUASHFS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let known = SQUASHFS.get_or_init(|| {
+            fs::read_to_string("/proc/filesystems").is_ok_and(|list| {
+                list.lines()
+                    .any(|line| line.trim_end().ends_with("squashfs"))
+            })
+        });
+        if !known {
+            tracing::warn!(
+                "the kernel has no SquashFS: the lab's change times say when it was made"
+            );
+            return None;
+        }
+        let attached = self
+            .pack(layer, host_root, image)
+            .map_err(|error| {
+                let mut text = error.to_string();
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    text.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                text
+            })
+            .and_then(|()| fs::File::open(image).map_err(|error| error.to_string()))
+            .and_then(|file| {
+                crate::sys::attach_loop(file.as_fd())
+                    .map_err(|errno| format!("attach a loop device: {errno}"))
+            });
+        match attached {
+            Ok(device) => Some(device),
+            Err(error) => {
+                tracing::warn!(%error, "no image of the lab: its change times say when it was made");
+                None
+            }
+        }
+    }
 }
 
 /// Adds the entries of `dir` (at `relative` in the image) to `writer`, directories before

@@ -37,6 +37,7 @@ mod procs;
 mod refused;
 mod rootfs;
 mod rundir;
+mod running;
 mod sandbox;
 pub mod serde_path;
 mod stages;
@@ -63,9 +64,8 @@ pub use procs::{
     ProcSensorFailure, ProcessLog, UidChange,
 };
 pub use rundir::{RunDirError, own_mount_namespace};
-pub use sandbox::{
-    DEFAULT_CGROUP_ROOT, DEFAULT_RUN_ROOT, RunAs, Running, Sandbox, SandboxBuilder, Stopped,
-};
+pub use running::{Running, Stopped};
+pub use sandbox::{DEFAULT_CGROUP_ROOT, DEFAULT_RUN_ROOT, RunAs, Sandbox, SandboxBuilder};
 pub use sweeper::start_sweeper;
 pub use teardown::{LimitHits, Termination};
 pub use witness::{

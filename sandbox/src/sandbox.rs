@@ -1,4 +1,4 @@
-//! The parent's side of a run: [`SandboxBuilder`] → [`Sandbox`] → [`Running`] → [`Stopped`].
+//! The parent's side of a run: [`SandboxBuilder`] → [`Sandbox`] → [`Running`](crate::Running) → [`Stopped`](crate::Stopped) (`running.rs`).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -15,9 +15,8 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::resource::Resource;
 use nix::unistd::{ForkResult, Pid};
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
 
-use crate::access::{AccessFilter, AccessLog, AccessSensor};
+use crate::access::{AccessFilter, AccessSensor};
 use crate::cgroup::CgroupRoots;
 use crate::error::SandboxError;
 use crate::events::LabEvents;
@@ -26,14 +25,15 @@ use crate::limits::Limits;
 use crate::mask::{self, Visibility};
 use crate::message::{MESSAGE_LEN, Message};
 use crate::net::probe::NetProbe;
-use crate::net::{NetSelfTest, NetSensor, NetworkLog, Sinkhole, SinkholeOptions};
-use crate::procs::{ProcSensor, ProcessLog};
+use crate::net::{NetSensor, Sinkhole, SinkholeOptions};
+use crate::procs::ProcSensor;
 use crate::rootfs::{self, RootfsPlan};
 use crate::rundir::RunDir;
+use crate::running::Running;
 use crate::stages::{self, ChildFds, ChildPlan};
 use crate::sys;
-use crate::teardown::{Guard, LimitHits, Termination};
-use crate::witness::{Marker, OverlayWitness};
+use crate::teardown::Guard;
+use crate::witness::Marker;
 
 /// Which user the program runs as. Capabilities are dropped either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,10 +250,17 @@ impl Sandbox {
             .insert(RunDir::create(&config.run_root, &id, &config.limits)?);
         let (uid, gid) = config.run_as.ids();
         config.lab.build(&run_dir.lab_layer(), uid, gid)?;
-        let lab_image = lab_image(&config.lab, run_dir).map(|(device, path)| {
-            guard.lab_device = Some(device);
-            (path, run_dir.lab_layer())
-        });
+        let lab_image = config
+            .lab
+            .image_on_loop(
+                &run_dir.lab_layer(),
+                &run_dir.lower(),
+                &run_dir.path().join("lab.sqfs"),
+            )
+            .map(|(device, path)| {
+                guard.lab_device = Some(device);
+                (path, run_dir.lab_layer())
+            });
         let view = config.lab.view();
         let env = self.environment(&view, mask::account_name(&run_dir.lower(), uid));
         let path_var = env
@@ -543,309 +550,6 @@ impl Sandbox {
     }
 }
 
-/// A live run.
-#[derive(Debug)]
-pub struct Running {
-    id: String,
-    started: Instant,
-    view: LabView,
-    init_pid: Pid,
-    program_pid: i32,
-    session_keyring: Option<i32>,
-    stdin: Option<pipe::Sender>,
-    stdout: Option<pipe::Receiver>,
-    stderr: Option<pipe::Receiver>,
-    events: Option<LabEvents>,
-    lab_queue: Arc<crate::aside::ClosedAside<OwnedFd>>,
-    termination: watch::Receiver<Option<Termination>>,
-    wall_clock_hit: Arc<AtomicBool>,
-    marker: Marker,
-    marker_errno: i32,
-    network: NetSensor,
-    visibility: Visibility,
-    guard: Guard,
-}
-
-impl Running {
-    /// Who the program runs as and what of the host it can see.
-    pub fn visibility(&self) -> &Visibility {
-        &self.visibility
-    }
-    /// What the run's upper layer holds now, path by path ([`crate::upper_snapshot`]):
-    /// what a shared run compares between its blocks to time changes no event timed.
-    pub fn upper_snapshot(&self, max: usize) -> Option<crate::UpperSnapshot> {
-        let dir = self.guard.run_dir.as_ref()?;
-        crate::witness::upper_snapshot(&dir.upper(), max)
-    }
-
-    /// The state of each sandbox path in `paths` in the run's upper layer now, read safely
-    /// while the program runs ([`crate::layer_states`]).
-    pub fn layer_states(&self, paths: &[PathBuf]) -> Vec<crate::LayerState> {
-        match self.guard.run_dir.as_ref() {
-            Some(dir) => crate::witness::layer_states(&dir.upper(), paths),
-            None => paths
-                .iter()
-                .map(|_| crate::LayerState::Unreadable {
-                    error: "no run directory".into(),
-                })
-                .collect(),
-        }
-    }
-
-    /// The run's sinkhole (its log so far and socket snapshots); `None` when the network
-    /// sensor is off or could not start (the stopped run says why).
-    pub fn network(&self) -> Option<&Sinkhole> {
-        self.network.sinkhole()
-    }
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-    pub fn started(&self) -> Instant {
-        self.started
-    }
-    pub fn lab_view(&self) -> &LabView {
-        &self.view
-    }
-    /// The sandbox init's pid in the host's pid namespace (for process sensors).
-    pub fn init_pid(&self) -> Pid {
-        self.init_pid
-    }
-    /// Connections into the run's network namespace (to reach a server listening inside).
-    pub fn dialer(&self) -> Result<crate::net::NamespaceDialer, crate::net::DialError> {
-        crate::net::NamespaceDialer::open(std::path::Path::new("/proc"), self.init_pid.as_raw())
-    }
-    /// What the access sensor has kept so far; `None` when it is not running.
-    pub fn accesses(&self) -> Option<AccessLog> {
-        self.guard.accesses.as_ref().map(AccessSensor::snapshot)
-    }
-    /// Told each time the access sensor's log grows (`None` when it is not running): what
-    /// a caller waiting for an access awaits, between looks at [`Running::accesses`].
-    pub fn accesses_grew(&self) -> Option<Arc<tokio::sync::Notify>> {
-        self.guard.accesses.as_ref().map(AccessSensor::grew)
-    }
-    /// What the process sensor has seen so far; `None` when it is off.
-    pub fn processes(&self) -> Option<ProcessLog> {
-        self.guard.procs.as_ref().map(ProcSensor::snapshot)
-    }
-    /// The program's pid inside the sandbox.
-    pub fn program_pid(&self) -> i32 {
-        self.program_pid
-    }
-    /// The serial of the fresh session keyring the program runs in (joined as its uid before
-    /// exec; `None` when the kernel has no keyrings).
-    pub fn session_keyring(&self) -> Option<i32> {
-        self.session_keyring
-    }
-    pub fn take_stdin(&mut self) -> Option<pipe::Sender> {
-        self.stdin.take()
-    }
-    pub fn take_stdout(&mut self) -> Option<pipe::Receiver> {
-        self.stdout.take()
-    }
-    pub fn take_stderr(&mut self) -> Option<pipe::Receiver> {
-        self.stderr.take()
-    }
-    /// The live lab event stream.
-    pub fn take_events(&mut self) -> Option<LabEvents> {
-        self.events.take()
-    }
-
-    /// How the program ended, if it has.
-    pub fn termination(&self) -> Option<Termination> {
-        *self.termination.borrow()
-    }
-
-    /// How often the kernel has refused the run something so far.
-    pub fn limit_hits(&self) -> LimitHits {
-        self.guard
-            .cgroup
-            .as_ref()
-            .map(LimitHits::of)
-            .unwrap_or_default()
-    }
-
-    /// Processes of the run alive now (the monitor and init included), from its cgroup.
-    pub fn process_count(&self) -> usize {
-        self.guard
-            .cgroup
-            .as_ref()
-            .and_then(|c| c.pids().ok())
-            .map_or(0, |p| p.len())
-    }
-
-    /// CPU time the run's processes have used so far: the sum of their threads' time on a
-    /// CPU (`/proc/PID/task/TID/schedstat`, in nanoseconds). It stands still exactly when no
-    /// task of the run ran; a task that exits takes its share with it, so compare readings
-    /// for change, not for growth.
-    pub fn cpu_time(&self) -> Duration {
-        let mut total = 0u64;
-        for pid in self.pids() {
-            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
-            for task in tasks.into_iter().flatten().flatten() {
-                total = total.wrapping_add(task_cpu_ns(&task.path()).unwrap_or(0));
-            }
-        }
-        Duration::from_nanos(total)
-    }
-
-    /// The run's processes now (host pids).
-    pub fn pids(&self) -> Vec<i32> {
-        self.guard
-            .cgroup
-            .as_ref()
-            .and_then(|c| c.pids().ok())
-            .unwrap_or_default()
-    }
-
-    /// Whether the run may still act on its own: a thread of any of its processes is
-    /// running, waiting for a core or in uninterruptible I/O, or a process not in `known`
-    /// is asleep on a timer (`nanosleep`, `clock_nanosleep`, `pause`). A process blocked
-    /// waiting for input (a pipe, a socket, a child, a lock) acts only once something else
-    /// has, which the run's other signs show; a persistent helper such as `git cat-file
-    /// --batch` waits so, and so does the server between requests. A thread waiting for a
-    /// core has used no CPU time yet: on a loaded host its run would look still without
-    /// this.
-    pub fn at_work(&self, known: &[i32]) -> bool {
-        self.pids()
-            .into_iter()
-            .any(|pid| process_at_work(pid, !known.contains(&pid)))
-    }
-
-    /// Whether an effect of the run is still waiting for its sensor: lab events unread in
-    /// the kernel's queue, or a packet the sinkhole has not logged yet.
-    pub fn sensors_pending(&self) -> bool {
-        let lab = crate::sys::queued_bytes(self.lab_queue.as_fd()).unwrap_or(1) > 0;
-        let accesses = self
-            .guard
-            .accesses
-            .as_ref()
-            .is_some_and(AccessSensor::pending);
-        lab || accesses || self.network().is_some_and(Sinkhole::pending)
-    }
-
-    /// Waits until the program ends or the wall-clock limit kills the run.
-    pub async fn wait(&mut self) -> Termination {
-        match self.termination.wait_for(Option::is_some).await {
-            Ok(value) => value.unwrap_or(Termination::Lost),
-            Err(_) => Termination::Lost,
-        }
-    }
-
-    /// Kills every process of the run and keeps the run directory for the witness.
-    pub fn stop(mut self) -> Result<Stopped, SandboxError> {
-        let termination = self.termination();
-        let killed = self.guard.kill();
-        let network = std::mem::replace(&mut self.network, NetSensor::Off).finish();
-        let termination = match termination {
-            None if self.wall_clock_hit.load(Ordering::SeqCst) => {
-                Some(Termination::WallClockExceeded)
-            }
-            other => other,
-        };
-        let stopped = Stopped {
-            id: self.id.clone(),
-            marker: self.marker.clone(),
-            marker_errno: self.marker_errno,
-            termination,
-            limit_hits: self.guard.limit_hits,
-            network,
-            guard: std::mem::replace(&mut self.guard, Guard::new(String::new(), false)),
-        };
-        killed.map(|()| stopped)
-    }
-}
-
-/// A run whose processes are all gone; its upper layer is still there for the witness.
-#[derive(Debug)]
-pub struct Stopped {
-    id: String,
-    marker: Marker,
-    marker_errno: i32,
-    termination: Option<Termination>,
-    limit_hits: LimitHits,
-    network: Result<NetworkLog, String>,
-    guard: Guard,
-}
-
-impl Stopped {
-    /// What the network sensor saw; `None` when it did not run ([`Stopped::net_self_test`]
-    /// says why).
-    pub fn network_log(&self) -> Option<&NetworkLog> {
-        self.network.as_ref().ok()
-    }
-    /// Whether the network sensor was live: its marker lookup and request were logged.
-    pub fn net_self_test(&self) -> NetSelfTest {
-        match &self.network {
-            Ok(log) => log.self_test.clone(),
-            Err(reason) => NetSelfTest::Absent {
-                reason: reason.clone(),
-            },
-        }
-    }
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-    /// How the program ended before the stop; `None` if it was still running.
-    pub fn termination(&self) -> Option<Termination> {
-        self.termination
-    }
-    pub fn limit_hits(&self) -> LimitHits {
-        self.limit_hits
-    }
-    /// The marker the init wrote; `Err(errno)` when writing it failed.
-    pub fn marker(&self) -> Result<&Marker, Errno> {
-        match self.marker_errno {
-            0 => Ok(&self.marker),
-            errno => Err(Errno::from_raw(errno)),
-        }
-    }
-    /// What the access sensor saw of the run (every file closed anywhere in its root and
-    /// `/proc`); `Err` says why it did not run.
-    pub fn accesses(&self) -> Result<&AccessLog, String> {
-        match &self.guard.accesses_log {
-            Some(Ok(log)) => Ok(log),
-            Some(Err(reason)) => Err(reason.clone()),
-            None => Err("the access sensor did not run".into()),
-        }
-    }
-    /// The process sensor's final log; `None` when it was off.
-    pub fn processes(&self) -> Option<&ProcessLog> {
-        self.guard.procs_log.as_ref()
-    }
-    /// The run's upper layer, on the host.
-    pub fn upper_dir(&self) -> PathBuf {
-        self.guard
-            .run_dir
-            .as_ref()
-            .map(|d| d.upper())
-            .unwrap_or_default()
-    }
-    /// The run directory on the host.
-    pub fn run_dir(&self) -> PathBuf {
-        self.guard
-            .run_dir
-            .as_ref()
-            .map(|d| d.path().to_path_buf())
-            .unwrap_or_default()
-    }
-    /// The lower layers the overlay was built from, topmost first.
-    pub fn lower_dirs(&self) -> Vec<PathBuf> {
-        self.guard
-            .run_dir
-            .as_ref()
-            .map(|d| vec![d.lab_layer(), d.mask_layer(), d.lower()])
-            .unwrap_or_default()
-    }
-    /// The fs write witness of this run, expecting the run's marker.
-    pub fn witness(&self) -> OverlayWitness {
-        OverlayWitness::new(self.upper_dir(), self.lower_dirs()).expect_marker(self.marker.clone())
-    }
-    /// Unmounts and removes the run directory (as dropping does), reporting failures.
-    pub fn remove(mut self) -> Result<(), SandboxError> {
-        self.guard.release()
-    }
-}
-
 fn read_message(
     fd: &OwnedFd,
     deadline: Instant,
@@ -983,87 +687,6 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 fn io_errno(error: &std::io::Error) -> Errno {
     Errno::from_raw(error.raw_os_error().unwrap_or(libc::EIO))
-}
-
-/// A thread's time on a CPU in nanoseconds: from `schedstat`, or, on a kernel without
-/// scheduler statistics, from the user and system clock ticks of `stat`.
-fn task_cpu_ns(task: &Path) -> Option<u64> {
-    if let Ok(schedstat) = std::fs::read_to_string(task.join("schedstat")) {
-        return schedstat.split_whitespace().next()?.parse().ok();
-    }
-    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
-    let (user, system): (u64, u64) = (fields.next()?.parse().ok()?, fields.next()?.parse().ok()?);
-    // Clock ticks are 100 a second on Linux's user-visible interface (USER_HZ).
-    Some((user + system) * 10_000_000)
-}
-
-/// Whether some thread of `pid` is running (or runnable, or in uninterruptible I/O), or,
-/// with `timers`, asleep on a timer (see [`Running::at_work`]); a process that cannot be
-/// read (it has just exited) is not.
-fn process_at_work(pid: i32, timers: bool) -> bool {
-    const TIMERS: [libc::c_long; 3] = [
-        libc::SYS_nanosleep,
-        libc::SYS_clock_nanosleep,
-        libc::SYS_pause,
-    ];
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|task| {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        // The state follows the command name, which may itself hold parentheses.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        match state {
-            Some('R' | 'D') => true,
-            // A kernel that does not say which call a task sleeps in: asleep on a timer,
-            // for all vac knows.
-            Some('S') if timers => match std::fs::read_to_string(task.path().join("syscall")) {
-                Ok(call) => {
-                    let number = call.split_whitespace().next().and_then(|n| n.parse().ok());
-                    number.is_some_and(|n: libc::c_long| TIMERS.contains(&n))
-                }
-                Err(_) => true,
-            },
-            _ => false,
-        }
-    })
-}
-
-/// The lab's layer packed into an image on a loop device, for the run's mount namespace to
-/// mount over the layer ([`Lab::pack`]): on the layer's own filesystem every file's change
-/// time says when the lab was made, a moment before the first call. Where the kernel has no
-/// SquashFS or no loop device, the run goes on with the layer as built, and says so in the
-/// log (change times then tell, `sandbox/TELLS.md`).
-fn lab_image(lab: &Lab, run_dir: &RunDir) -> Option<(OwnedFd, PathBuf)> {
-    static SQUASHFS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let known = SQUASHFS.get_or_init(|| {
-        std::fs::read_to_string("/proc/filesystems").is_ok_and(|list| {
-            list.lines()
-                .any(|line| line.trim_end().ends_with("squashfs"))
-        })
-    });
-    if !known {
-        tracing::warn!("the kernel has no SquashFS: the lab's change times say when it was made");
-        return None;
-    }
-    let image = run_dir.path().join("lab.sqfs");
-    let attached = lab
-        .pack(&run_dir.lab_layer(), &run_dir.lower(), &image)
-        .map_err(|error| error_chain(&error))
-        .and_then(|()| std::fs::File::open(&image).map_err(|error| error.to_string()))
-        .and_then(|file| {
-            sys::attach_loop(file.as_fd()).map_err(|errno| format!("attach a loop device: {errno}"))
-        });
-    match attached {
-        Ok(device) => Some(device),
-        Err(error) => {
-            tracing::warn!(%error, "the lab's image could not be made: its change times say when it was made");
-            None
-        }
-    }
 }
 
 #[cfg(test)]
