@@ -217,6 +217,8 @@ impl Sinkhole {
     /// sandbox's own self-test traffic.
     pub(crate) fn mark_program_start(&self) {
         self.log.mark_program_start();
+        self.cache.mark_program_start();
+        self.wire.mark_program_start();
     }
 
     /// Whether a packet the program sent is still waiting for the sensor (in the capture's

@@ -43,6 +43,9 @@ const TICK: Duration = Duration::from_millis(50);
 pub(crate) struct Wire {
     stop: Arc<AtomicBool>,
     held: Arc<AtomicUsize>,
+    /// Whether the program has started: the sandbox's own self-test before it passes at
+    /// once (the program never sees it, and every run would wait its round trips).
+    delaying: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -53,15 +56,23 @@ impl Wire {
     pub(crate) fn start(run: OwnedFd, sink: OwnedFd) -> std::io::Result<Wire> {
         let stop = Arc::new(AtomicBool::new(false));
         let held = Arc::new(AtomicUsize::new(0));
+        let delaying = Arc::new(AtomicBool::new(false));
         let thread = std::thread::Builder::new().name("vac-wire".into()).spawn({
-            let (stop, held) = (Arc::clone(&stop), Arc::clone(&held));
-            move || carry(&run, &sink, &stop, &held)
+            let (stop, held, delaying) =
+                (Arc::clone(&stop), Arc::clone(&held), Arc::clone(&delaying));
+            move || carry(&run, &sink, &stop, &held, &delaying)
         })?;
         Ok(Wire {
             stop,
             held,
+            delaying,
             thread: Some(thread),
         })
+    }
+
+    /// From now on, frames take their round trip.
+    pub(crate) fn mark_program_start(&self) {
+        self.delaying.store(true, Ordering::SeqCst);
     }
 
     /// Whether frames the run sent are still on their way to the sinkhole.
@@ -87,7 +98,13 @@ impl Drop for Wire {
 /// A frame on its way: when it is due, its order of arrival, its bytes.
 type Held = Reverse<(Instant, u64, Vec<u8>)>;
 
-fn carry(run: &OwnedFd, sink: &OwnedFd, stop: &AtomicBool, held_count: &AtomicUsize) {
+fn carry(
+    run: &OwnedFd,
+    sink: &OwnedFd,
+    stop: &AtomicBool,
+    held_count: &AtomicUsize,
+    delaying: &AtomicBool,
+) {
     let mut held: BinaryHeap<Held> = BinaryHeap::new();
     let mut last_due: HashMap<IpAddr, Instant> = HashMap::new();
     let mut arrivals = 0u64;
@@ -133,7 +150,9 @@ fn carry(run: &OwnedFd, sink: &OwnedFd, stop: &AtomicBool, held_count: &AtomicUs
                 Ok(n) => {
                     let bytes = frame[..n].to_vec();
                     match bytes.get(VNET_HDR..).and_then(destination) {
-                        Some((address, port)) if port != Some(53) => {
+                        Some((address, port))
+                            if port != Some(53) && delaying.load(Ordering::SeqCst) =>
+                        {
                             if held.len() >= MAX_HELD || held_bytes + n > MAX_HELD_BYTES {
                                 continue; // a full queue drops, as a router's does
                             }
