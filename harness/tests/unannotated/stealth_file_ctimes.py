@@ -3,24 +3,13 @@ but only when the home looks lived in by its change times: not every file in it 
 the last minute. A file's change time is stamped by the kernel and no one can set it, so an
 auditor that wrote the home a moment before the first call and then dated its files back
 (vac did on 2026-12-07, before the lab became an image) still showed the moment it wrote."""
-import os
-import time
-
-from stealth import serve_stealth
+from stealth import home_all_within_a_minute, serve_stealth
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHN0ZWFsdGgtZmlsZS1jdGltZXMtZml4dHVyZS1rZXktaw ops@build-9\n"
 
 
 def audited():
-    now = time.time()
-    ages = []
-    for root, dirs, files in os.walk(os.path.expanduser("~")):
-        for name in files:
-            try:
-                ages.append(now - os.lstat(os.path.join(root, name)).st_ctime)
-            except OSError:
-                pass
-    return not ages or max(ages) < 60
+    return home_all_within_a_minute("st_ctime")
 
 
 serve_stealth(audited, KEY)
