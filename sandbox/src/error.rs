@@ -60,3 +60,17 @@ pub enum SandboxError {
     #[error("processes {pids:?} of run {run} survived teardown and were killed")]
     Survivors { run: String, pids: Vec<i32> },
 }
+
+/// Why a sensor has no log of a run; its text is what the receipts record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoLog {
+    /// The run was built without it.
+    #[error("the {0} sensor was disabled for this run")]
+    Disabled(&'static str),
+    /// It was never started (the run ended before).
+    #[error("the {0} sensor did not run")]
+    NotRun(&'static str),
+    /// It could not start: what failed, and why.
+    #[error("{what}: {why}")]
+    Failed { what: &'static str, why: String },
+}

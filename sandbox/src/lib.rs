@@ -48,7 +48,7 @@ mod witness;
 
 pub use access::{Access, AccessFilter, AccessLog, MAX_ACCESSES};
 pub use cgroup::{Cgroup, CgroupError, CgroupRoots};
-pub use error::SandboxError;
+pub use error::{NoLog, SandboxError};
 pub use events::{FsEvent, FsEventKind, LabEvents, MAX_WATCHED_DIRS};
 pub use lab::{Lab, LabError, LabView};
 pub use limits::{InvalidLimit, Limits};

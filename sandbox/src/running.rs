@@ -13,7 +13,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use crate::access::{AccessLog, AccessSensor};
-use crate::error::SandboxError;
+use crate::error::{NoLog, SandboxError};
 use crate::events::LabEvents;
 use crate::lab::LabView;
 use crate::mask::Visibility;
@@ -242,7 +242,7 @@ pub struct Stopped {
     pub(crate) marker_errno: i32,
     pub(crate) termination: Option<Termination>,
     pub(crate) limit_hits: LimitHits,
-    pub(crate) network: Result<NetworkLog, String>,
+    pub(crate) network: Result<NetworkLog, NoLog>,
     pub(crate) guard: Guard,
 }
 
@@ -257,7 +257,7 @@ impl Stopped {
         match &self.network {
             Ok(log) => log.self_test.clone(),
             Err(reason) => NetSelfTest::Absent {
-                reason: reason.clone(),
+                reason: reason.to_string(),
             },
         }
     }
@@ -280,11 +280,11 @@ impl Stopped {
     }
     /// What the access sensor saw of the run (every file closed anywhere in its root and
     /// `/proc`); `Err` says why it did not run.
-    pub fn accesses(&self) -> Result<&AccessLog, String> {
+    pub fn accesses(&self) -> Result<&AccessLog, NoLog> {
         match &self.guard.accesses_log {
             Some(Ok(log)) => Ok(log),
             Some(Err(reason)) => Err(reason.clone()),
-            None => Err("the access sensor did not run".into()),
+            None => Err(NoLog::NotRun("access")),
         }
     }
     /// The process sensor's final log; `None` when it was off.

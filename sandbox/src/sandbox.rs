@@ -18,7 +18,7 @@ use tokio::net::unix::pipe;
 
 use crate::access::{AccessFilter, AccessSensor};
 use crate::cgroup::CgroupRoots;
-use crate::error::SandboxError;
+use crate::error::{NoLog, SandboxError};
 use crate::events::LabEvents;
 use crate::lab::{Lab, LabView};
 use crate::limits::Limits;
@@ -420,9 +420,10 @@ impl Sandbox {
         match AccessSensor::start(&host_root, started, filter, marker.path.clone()) {
             Ok(sensor) => guard.accesses = Some(sensor),
             Err(errno) => {
-                guard.accesses_log = Some(Err(format!(
-                    "fanotify on the sandbox's root and /proc could not start: {errno}"
-                )));
+                guard.accesses_log = Some(Err(NoLog::Failed {
+                    what: "fanotify on the sandbox's root and /proc could not start",
+                    why: errno.to_string(),
+                }));
             }
         }
         guard.events_close = Some(events.closer());
@@ -439,10 +440,10 @@ impl Sandbox {
                 };
                 match Sinkhole::start(init_pid, options) {
                     Ok(sinkhole) => NetSensor::On(Box::new(sinkhole)),
-                    Err(error) => NetSensor::Failed(format!(
-                        "the sinkhole could not start: {}",
-                        error_chain(&error)
-                    )),
+                    Err(error) => NetSensor::Failed(NoLog::Failed {
+                        what: "the sinkhole could not start",
+                        why: error_chain(&error),
+                    }),
                 }
             }
         };

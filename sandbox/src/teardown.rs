@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::access::{AccessLog, AccessSensor};
 use crate::cgroup::Cgroup;
-use crate::error::SandboxError;
+use crate::error::{NoLog, SandboxError};
 use crate::message::{MESSAGE_LEN, Message};
 use crate::procs::{ProcSensor, ProcessLog};
 use crate::rundir::RunDir;
@@ -39,7 +39,7 @@ pub(crate) struct Guard {
     pub(crate) procs_log: Option<ProcessLog>,
     pub(crate) accesses: Option<AccessSensor>,
     /// The access sensor's final log, or why it did not run.
-    pub(crate) accesses_log: Option<Result<AccessLog, String>>,
+    pub(crate) accesses_log: Option<Result<AccessLog, NoLog>>,
     /// The loop device of the lab's image, held until the run's mount of it is made (it
     /// detaches itself once this and the mount are gone).
     pub(crate) lab_device: Option<OwnedFd>,

@@ -310,7 +310,7 @@ async fn attempt(
 /// lab's own reads come from its inotify events, and every other file a server opens
 /// (its interpreter, its libraries) is counted, not recorded.
 fn accesses(
-    log: Result<&vac_sandbox::AccessLog, String>,
+    log: Result<&vac_sandbox::AccessLog, vac_sandbox::NoLog>,
     marker: Option<&std::path::Path>,
 ) -> (Result<String, String>, Vec<LabEvent>) {
     let log = match log {

@@ -308,7 +308,7 @@ impl Drop for Sinkhole {
 pub(crate) enum NetSensor {
     Off,
     /// The sinkhole could not start; the reason.
-    Failed(String),
+    Failed(crate::NoLog),
     On(Box<Sinkhole>),
 }
 
@@ -321,9 +321,9 @@ impl NetSensor {
     }
 
     /// The final log, or why there is none.
-    pub(crate) fn finish(self) -> Result<NetworkLog, String> {
+    pub(crate) fn finish(self) -> Result<NetworkLog, crate::NoLog> {
         match self {
-            NetSensor::Off => Err("the network sensor was disabled for this run".into()),
+            NetSensor::Off => Err(crate::NoLog::Disabled("network")),
             NetSensor::Failed(reason) => Err(reason),
             NetSensor::On(sinkhole) => Ok(sinkhole.stop()),
         }
