@@ -16,7 +16,8 @@
 # Resumable: a server whose done-marker ($PREFIX/<registry>/<id>/.vac-study-done, written
 # last) names its package and version is skipped; a failed one is retried on every run.
 # Each server's outcome goes to $PREFIX/state/<id>.tsv, all of them to $PREFIX/status.tsv
-# and to study/install-status.tsv: installed | needs_install_scripts | failed, with a reason
+# and into study/install-status.tsv (where a server this prefix has no outcome for keeps its
+# row): installed | needs_install_scripts | failed, with a reason
 # (no_such_package, no_such_version, no_wheel, requires_python, resolution_conflict,
 # network, unsupported_platform, lock_mismatch, timeout, error). Logs: $PREFIX/logs/<id>.log.
 # Everything under the prefix is made world-readable. Progress goes to stderr.
@@ -263,7 +264,17 @@ log "$TOTAL servers into $PREFIX, $JOBS at a time"
 printf '%s\n' "$LIST" | tr '\t' '\n' | xargs -d '\n' -n 4 -P "$JOBS" "$0" --one
 
 { echo "$HEADER"; cat "$PREFIX"/state/*.tsv 2>/dev/null | sort; } >"$PREFIX/status.tsv"
-[ -z "$STATUS_COPY" ] || cp "$PREFIX/status.tsv" "$STATUS_COPY"
+# The copy keeps the rows of servers this prefix has no outcome for (an install of a few
+# with --only, or on a machine that installed a part): an outcome is replaced, never lost.
+if [ -n "$STATUS_COPY" ]; then
+  {
+    echo "$HEADER"
+    {
+      tail -n +2 "$PREFIX/status.tsv"
+      [ ! -f "$STATUS_COPY" ] || tail -n +2 "$STATUS_COPY"
+    } | awk -F'\t' '!seen[$1]++' | sort
+  } >"$STATUS_COPY.tmp" && mv "$STATUS_COPY.tmp" "$STATUS_COPY"
+fi
 chmod -R a+rX "$PREFIX"
 chmod a+rx "$(dirname "$PREFIX")" 2>/dev/null || true
 log "done in $(( $(date +%s) - T0 ))s: $(tail -n +2 "$PREFIX/status.tsv" | cut -f5 | sort | uniq -c | tr '\n' ' ')"
