@@ -91,4 +91,6 @@ pub const DERIVED_NAMES: [&str; 2] = [
 /// - 4: a server's service includes its vendor's API domains that its name does not spell
 ///   (`aws` → `*.amazonaws.com`) and a local service's default loopback endpoints
 ///   (`kubernetes` → `127.0.0.1:8080`; `service.rs` `VENDOR_DOMAINS`, `LOCAL_SERVICES`).
-pub const RULES: u32 = 4;
+/// - 5: a UI resource's page (MCP Apps, `ui://`) is not read for instructions
+///   (`detect::instructions_in_result`).
+pub const RULES: u32 = 5;
