@@ -560,7 +560,13 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
         _ => (Vec::new(), Vec::new()),
     };
     let mut mismatches = Vec::new();
-    for (i, (seq, found)) in recorded.verdicts.iter().enumerate() {
+    // Each recorded cell is set against the re-graded cell of the same tool and clause, so
+    // that a cell that appears or goes does not shift every later one.
+    let (pairs, left) = pair_by(
+        recorded.verdicts.iter().map(|(_, v)| (&v.tool, &v.clause)),
+        expected.iter().map(|v| (&v.tool, &v.clause)),
+    );
+    for ((seq, found), paired) in recorded.verdicts.iter().zip(pairs) {
         let mismatch = |detail: String, changed| VerdictMismatch {
             seq: Some(*seq),
             tool: found.tool.clone(),
@@ -568,7 +574,7 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
             detail,
             changed,
         };
-        match expected.get(i) {
+        match paired.map(|i| &expected[i]) {
             Some(want) if want == found => {}
             Some(want) => mismatches.push(mismatch(
                 difference(want, found),
@@ -577,7 +583,7 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
             None => mismatches.push(mismatch("no such cell in the re-graded grid".into(), None)),
         }
     }
-    for want in expected.iter().skip(recorded.verdicts.len()) {
+    for want in left.into_iter().map(|i| &expected[i]) {
         mismatches.push(VerdictMismatch {
             seq: None,
             tool: want.tool.clone(),
@@ -597,6 +603,34 @@ pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
     Ok(regraded(mismatches))
 }
 
+/// Pairs each recorded item with the expected item of the same key, in order among equal
+/// keys: for each recorded item the index of its expected one (`None`: the re-grading has
+/// none), and the expected indices no recorded item took, in order.
+fn pair_by<K: Eq + std::hash::Hash>(
+    recorded: impl Iterator<Item = K>,
+    expected: impl Iterator<Item = K>,
+) -> (Vec<Option<usize>>, Vec<usize>) {
+    let mut open: std::collections::HashMap<K, std::collections::VecDeque<usize>> =
+        std::collections::HashMap::new();
+    let mut count = 0;
+    for (i, key) in expected.enumerate() {
+        open.entry(key).or_default().push_back(i);
+        count = i + 1;
+    }
+    let pairs: Vec<Option<usize>> = recorded
+        .map(|key| {
+            open.get_mut(&key)
+                .and_then(std::collections::VecDeque::pop_front)
+        })
+        .collect();
+    let mut taken = vec![false; count];
+    for i in pairs.iter().flatten() {
+        taken[*i] = true;
+    }
+    let left = (0..count).filter(|i| !taken[*i]).collect();
+    (pairs, left)
+}
+
 /// The recorded behaviour profile against the re-derived one, record for record; a
 /// mismatch's clause is `profile` and its tool the one the record names.
 fn profile_mismatches(
@@ -610,8 +644,15 @@ fn profile_mismatches(
         None => format!("{} {} (not a profile line)", e.class, e.target),
     };
     let mut mismatches = Vec::new();
-    for (i, (seq, found)) in recorded.iter().enumerate() {
-        let detail = match expected.get(i) {
+    // By tool and kind of line, in order within them: an edited target is one line that
+    // differs, a line that appears or goes shifts none of another tool's or kind's.
+    let key = |e: &vac_receipts::Effect| (tool(e), e.class.clone());
+    let (pairs, left) = pair_by(
+        recorded.iter().map(|(_, e)| key(e)),
+        expected.iter().map(key),
+    );
+    for ((seq, found), paired) in recorded.iter().zip(pairs) {
+        let detail = match paired.map(|i| &expected[i]) {
             Some(want) if want == found => continue,
             Some(want) => format!(
                 "the profile record says {} {}, the evidence gives {} {}",
@@ -630,7 +671,7 @@ fn profile_mismatches(
             changed: None,
         });
     }
-    for want in expected.iter().skip(recorded.len()) {
+    for want in left.into_iter().map(|i| &expected[i]) {
         mismatches.push(VerdictMismatch {
             seq: None,
             tool: tool(want),
@@ -830,3 +871,23 @@ pub(crate) fn profile<'a>(
 
 /// Targets listed per tool and kind in a behaviour profile.
 const PROFILE_ENTRIES: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cell that appears or goes under other rules is one difference, not a shift of
+    /// every later cell: items pair by key, in order among equal keys.
+    #[test]
+    fn recorded_and_regraded_records_pair_by_key_not_position() {
+        let (pairs, left) = pair_by(
+            ["a", "b", "c", "c"].into_iter(),
+            ["a", "c", "d", "c"].into_iter(),
+        );
+        assert_eq!(pairs, [Some(0), None, Some(1), Some(3)]);
+        assert_eq!(left, [2]);
+        let (pairs, left) = pair_by(std::iter::empty::<&str>(), ["x"].into_iter());
+        assert!(pairs.is_empty());
+        assert_eq!(left, [0]);
+    }
+}
