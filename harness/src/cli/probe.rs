@@ -277,23 +277,43 @@ pub(crate) fn run_derive(args: DeriveArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The headers of `--header NAME=VALUE` and `--bearer-env VAR`, checked as HTTP allows;
-/// an error names the option and the header or variable, never a value.
+/// A `--header` or `--bearer-env` vac cannot send: it names the option and the header or
+/// variable, never a value.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CredentialError {
+    #[error("--header {name}: give it as NAME=VALUE")]
+    NotNameValue { name: String },
+    #[error("--header: {0}")]
+    Header(#[source] crate::client::OptionError),
+    #[error("--bearer-env {var}: {source}")]
+    Bearer {
+        var: String,
+        #[source]
+        source: crate::client::OptionError,
+    },
+}
+
+/// The headers of `--header NAME=VALUE` and `--bearer-env VAR`, checked as HTTP allows.
 pub(crate) fn credentials(
     given: &[String],
     bearer_env: Option<&str>,
-) -> Result<Vec<crate::client::Header>, String> {
+) -> Result<Vec<crate::client::Header>, CredentialError> {
     use crate::client::Header;
     let mut headers = Vec::new();
     for text in given {
         let Some((name, value)) = text.split_once('=') else {
-            let name = text.split(':').next().unwrap_or_default();
-            return Err(format!("--header {name}: give it as NAME=VALUE"));
+            let name = text.split(':').next().unwrap_or_default().to_owned();
+            return Err(CredentialError::NotNameValue { name });
         };
-        headers.push(Header::new(name, value).map_err(|e| format!("--header: {e}"))?);
+        headers.push(Header::new(name, value).map_err(CredentialError::Header)?);
     }
     if let Some(var) = bearer_env {
-        headers.push(Header::bearer_from_env(var).map_err(|e| format!("--bearer-env {var}: {e}"))?);
+        headers.push(
+            Header::bearer_from_env(var).map_err(|source| CredentialError::Bearer {
+                var: var.to_owned(),
+                source,
+            })?,
+        );
     }
     Ok(headers)
 }
