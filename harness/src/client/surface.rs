@@ -91,6 +91,18 @@ pub struct SurfaceRead {
 }
 
 /// One of the lists, how to ask for it and how to key its entries.
+/// Why the server gave no result to one request, its session going on; the text is what
+/// the receipts record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NoAnswer {
+    #[error("error {code}: {message}")]
+    Rpc { code: i32, message: String },
+    #[error("no answer within {0:?}")]
+    TimedOut(std::time::Duration),
+    #[error("the result has no {0} array")]
+    NoList(&'static str),
+}
+
 struct List {
     method: &'static str,
     field: &'static str,
@@ -178,7 +190,7 @@ impl McpSession {
         &mut self,
         list: &List,
         entries: &mut Vec<Value>,
-    ) -> Result<Result<bool, String>, ClientError> {
+    ) -> Result<Result<bool, NoAnswer>, ClientError> {
         let mut cursor = None;
         for _ in 0..self.options.max_tool_pages {
             let params = cursor
@@ -189,7 +201,7 @@ impl McpSession {
                 Err(why) => return Ok(Err(why)),
             };
             let Some(Value::Array(items)) = page.get(list.field) else {
-                return Ok(Err(format!("the result has no {} array", list.field)));
+                return Ok(Err(NoAnswer::NoList(list.field)));
             };
             for item in items {
                 let id = item.get(list.key).and_then(Value::as_str).unwrap_or("");
@@ -246,7 +258,7 @@ impl McpSession {
             };
             let (result, error) = match self.answer(method, request).await? {
                 Ok(result) => (Some(result), None),
-                Err(why) => (None, Some(Value::from(why))),
+                Err(why) => (None, Some(Value::from(why.to_string()))),
             };
             reads.push(SurfaceRead {
                 method: method.to_owned(),
@@ -265,15 +277,15 @@ impl McpSession {
         &mut self,
         what: &'static str,
         request: ClientRequest,
-    ) -> Result<Result<Value, String>, ClientError> {
+    ) -> Result<Result<Value, NoAnswer>, ClientError> {
         let (_, answer) = self.request(what, request).await?;
         Ok(match answer {
             Answer::Result(result) => Ok(result),
-            Answer::Rpc(error) => Err(format!("error {}: {}", error.code.0, error.message)),
-            Answer::TimedOut => Err(format!(
-                "no answer within {:?}",
-                self.options.request_timeout
-            )),
+            Answer::Rpc(error) => Err(NoAnswer::Rpc {
+                code: error.code.0,
+                message: error.message.to_string(),
+            }),
+            Answer::TimedOut => Err(NoAnswer::TimedOut(self.options.request_timeout)),
         })
     }
 }
