@@ -11,6 +11,22 @@ use crate::reader::{Entry, ReadError};
 use crate::record::{Body, Kind};
 use crate::seal::{SealError, SignatureStatus, check_seal};
 
+/// A record out of place in a log's structure: runs open and close in turn, each id once,
+/// one campaign start, no seal inside a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StructureFault {
+    #[error("a second campaign_start")]
+    SecondCampaignStart,
+    #[error("run {run:?} starts while run {open:?} is open")]
+    RunInRun { run: String, open: String },
+    #[error("run id {0:?} is used twice")]
+    RunIdTwice(String),
+    #[error("run_end for {0:?}, which is not open")]
+    EndOfUnopened(String),
+    #[error("seal while run {0:?} is open")]
+    SealInRun(String),
+}
+
 /// The first thing wrong with a receipt directory, naming the line (1-based) and
 /// record sequence number where it was found.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +50,12 @@ pub enum VerifyError {
     },
     #[error("line 1: the first record is {kind}, not campaign_start")]
     First { kind: &'static str },
-    #[error("line {line} (seq {seq}): {detail}")]
-    Structure { line: u64, seq: u64, detail: String },
+    #[error("line {line} (seq {seq}): {fault}")]
+    Structure {
+        line: u64,
+        seq: u64,
+        fault: StructureFault,
+    },
     #[error("line {line} (seq {seq}): bad body: {detail}")]
     Body { line: u64, seq: u64, detail: String },
     #[error("line {line} (seq {seq}): referenced blob does not hold")]
@@ -166,7 +186,7 @@ impl<'a> Chain<'a> {
             return Err(VerifyError::Body { line, seq, detail });
         }
         self.check_structure(&record.body)
-            .map_err(|detail| VerifyError::Structure { line, seq, detail })?;
+            .map_err(|fault| VerifyError::Structure { line, seq, fault })?;
         for blob in record.body.payloads().into_iter().filter_map(|p| p.blob()) {
             if self.checked_blobs.contains(&blob.blake3) {
                 continue;
@@ -196,18 +216,18 @@ impl<'a> Chain<'a> {
         check_seal(seal, ts, self.head, seq, self.trusted)
     }
 
-    fn check_structure(&mut self, body: &Body) -> Result<(), String> {
+    fn check_structure(&mut self, body: &Body) -> Result<(), StructureFault> {
         match (body, &self.open_run) {
             (Body::CampaignStart(_), _) if self.next_seq > 0 => {
-                Err("a second campaign_start".to_owned())
+                Err(StructureFault::SecondCampaignStart)
             }
-            (Body::RunStart(start), Some(open)) => Err(format!(
-                "run {:?} starts while run {open:?} is open",
-                start.run_id
-            )),
+            (Body::RunStart(start), Some(open)) => Err(StructureFault::RunInRun {
+                run: start.run_id.clone(),
+                open: open.clone(),
+            }),
             (Body::RunStart(start), None) => {
                 if !self.run_ids.insert(start.run_id.clone()) {
-                    return Err(format!("run id {:?} is used twice", start.run_id));
+                    return Err(StructureFault::RunIdTwice(start.run_id.clone()));
                 }
                 self.open_run = Some(start.run_id.clone());
                 Ok(())
@@ -217,10 +237,8 @@ impl<'a> Chain<'a> {
                 self.completed_runs.push(end.run_id.clone());
                 Ok(())
             }
-            (Body::RunEnd(end), _) => {
-                Err(format!("run_end for {:?}, which is not open", end.run_id))
-            }
-            (Body::Seal(_), Some(open)) => Err(format!("seal while run {open:?} is open")),
+            (Body::RunEnd(end), _) => Err(StructureFault::EndOfUnopened(end.run_id.clone())),
+            (Body::Seal(_), Some(open)) => Err(StructureFault::SealInRun(open.clone())),
             _ => Ok(()),
         }
     }

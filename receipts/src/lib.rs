@@ -41,7 +41,7 @@ pub use body::{
     CampaignStart, Contract, Direction, Effect, Event, Frame, Host, Member, Plan, Role, RunEnd,
     RunStart, RunStatus, SandboxConfig, Seal, SelfTest, SensorStatus, Verdict, VerdictKind,
 };
-pub use chain::VerifyError;
+pub use chain::{StructureFault, VerifyError};
 pub use digest::Digest;
 pub use json::{Json, is_canonical};
 pub use pack::{PACK_LEVEL, PackError, Packed, pack};
