@@ -30,6 +30,18 @@ def strip(src):
             if m: out.append(' '*len(m.group(0))); i+=len(m.group(0)); continue
         out.append(c); i+=1
     return ''.join(out)
+def generic_args(code, name):
+    """The top-level arguments of every `name<...>` in `code`, nested generics included."""
+    for m in re.finditer(r'\b'+name+r'<', code):
+        depth=1; i=m.end(); start=i; args=[]
+        while i<len(code) and depth:
+            c=code[i]
+            if c=='<': depth+=1
+            elif c=='>' and code[i-1]!='-': depth-=1
+            elif c==',' and depth==1: args.append(code[start:i]); start=i+1
+            i+=1
+        args.append(code[start:i-1])
+        yield args
 long=[];value=0;resstr=0;big=[]
 for f in files:
     src=open(f).read()
@@ -40,7 +52,7 @@ for f in files:
     nlines=src.count('\n')
     if nlines>1000: big.append((f,nlines))
     value+=len(re.findall(r'\bValue\b',body))
-    resstr+=len(re.findall(r'Result<[^<>]*(<[^<>]*>)?[^<>]*,\s*String>',body))
+    resstr+=sum(1 for args in generic_args(body, 'Result') if len(args)>=2 and args[-1].strip()=='String')
     for m in re.finditer(r'\bfn\s+(\w+)',body):
         j=body.find('{',m.end()); semi=body.find(';',m.end())
         if j<0 or (0<=semi<j): continue
