@@ -24,7 +24,9 @@
 #
 # Environment: VAC_STUDY_PREFIX (default /opt/vac-study), VAC_STUDY_CACHE (uv's cache, default
 # /var/cache/vac-study), VAC_STUDY_PYTHON (default
-# /usr/bin/python3.11), VAC_STUDY_JOBS (default 2), VAC_STUDY_TIMEOUT (seconds per install
+# /usr/bin/python3.11), VAC_STUDY_PYTHONS (newer interpreters, tried in order for a server
+# that requires one; its lock then records the version in locks/pypi/<id>.python; default: the
+# python3.12/3.13 in /usr/bin, /usr/local/bin, /opt/python*, root's pyenv), VAC_STUDY_JOBS (default 2), VAC_STUDY_TIMEOUT (seconds per install
 # step, default 1200), VAC_STUDY_STATUS_COPY (where status.tsv is copied, default
 # study/install-status.tsv; empty: nowhere — for a trial install into another prefix).
 set -uo pipefail
@@ -32,6 +34,11 @@ set -uo pipefail
 STUDY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PREFIX=${VAC_STUDY_PREFIX:-/opt/vac-study}
 PY=${VAC_STUDY_PYTHON:-/usr/bin/python3.11}
+# Newer interpreters for servers that require one, tried in order (space-separated paths);
+# by default the python3.12 and 3.13 found in the usual places. A venv made from one under a
+# home links to it there: study/campaign.py exposes that installation to the sandbox.
+ALT_PYTHONS=${VAC_STUDY_PYTHONS-$(ls -d /usr/bin/python3.1[23] /usr/local/bin/python3.1[23] \
+    /opt/python*/bin/python3.1[23] /root/.pyenv/versions/3.1[23]*/bin/python3.1[23] 2>/dev/null | tr '\n' ' ')}
 JOBS=${VAC_STUDY_JOBS:-2}
 TIMEOUT=${VAC_STUDY_TIMEOUT:-1200}
 STATUS_COPY=${VAC_STUDY_STATUS_COPY-$STUDY/install-status.tsv}
@@ -151,28 +158,66 @@ npm_outcome() {
     fi
 }
 
+# The interpreter of a venv: $PY, or for a server whose requirements exclude it (or whose lock
+# was resolved for another version, locks/pypi/<id>.python) the first of $ALT_PYTHONS that
+# satisfies them.
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
+# One attempt with uv and one interpreter: 0 installed, else the log says why.
+uv_attempt() { # dir lock python logf
+    local dir=$1 lock=$2 py=$3 logf=$4 use=$2 rc
+    rm -rf "$dir"
+    "$UV" venv --quiet --python "$py" "$dir" >>"$logf" 2>&1 || return 1
+    if [ ! -f "$lock" ]; then
+        use=$dir/.lock.txt
+        echo "$PKG==$VER" | timeout "$TIMEOUT" "$UV" pip compile --quiet --python "$dir/bin/python" \
+            --only-binary :all: --generate-hashes --no-header --output-file "$use" - >>"$logf" 2>&1; rc=$?
+        [ "$rc" = 0 ] || return "$rc"
+    fi
+    # --compile-bytecode, as pip does by default: without it the server's first start
+    # writes __pycache__ into its own installation, in every sandbox, and every tool is
+    # confirmed for fs.write there (seen on mcp-atlassian). Compiling runs no package code.
+    timeout "$TIMEOUT" "$UV" pip sync --quiet --python "$dir/bin/python" --only-binary :all: \
+        --compile-bytecode --require-hashes "$use" >>"$logf" 2>&1
+}
+
 install_pypi() {
     local dir=$PREFIX/pypi/$ID lock=$STUDY/locks/pypi/$ID.txt logf=$PREFIX/logs/$ID.log rc
     rm -rf "$dir"
+    : >"$logf"
     if [ -x "$UV" ]; then
-        "$UV" venv --quiet --python "$PY" "$dir" >"$logf" 2>&1 || { write_state failed error "$(first_error "$logf")"; return 1; }
-        local use=$lock
-        if [ ! -f "$lock" ]; then
-            use=$dir/.lock.txt
-            echo "$PKG==$VER" | timeout "$TIMEOUT" "$UV" pip compile --quiet --python "$dir/bin/python" \
-                --only-binary :all: --generate-hashes --no-header --output-file "$use" - >>"$logf" 2>&1; rc=$?
-            if [ "$rc" = 124 ]; then write_state failed timeout "resolving, after ${TIMEOUT}s"; return 1; fi
-            if [ "$rc" != 0 ]; then write_state failed "$(classify_py "$logf")" "$(first_error "$logf")"; return 1; fi
+        local want="" py tried=""
+        [ -f "$STUDY/locks/pypi/$ID.python" ] && want=$(cat "$STUDY/locks/pypi/$ID.python")
+        rc=1
+        local attempt=$logf.attempt
+        : >"$attempt"
+        for py in "$PY" $ALT_PYTHONS; do
+            [ -x "$py" ] || continue
+            local version
+            version=$(python_version "$py") || continue
+            if [ -n "$want" ] && [ "$version" != "$want" ]; then continue; fi
+            # Another interpreter only when the last one was refused for its version.
+            if [ -z "$want" ] && [ -n "$tried" ] && [ "$(classify_py "$attempt")" != requires_python ]; then break; fi
+            tried="$tried $version"
+            echo "install.sh: with Python $version ($py)" >"$attempt"
+            uv_attempt "$dir" "$lock" "$py" "$attempt"; rc=$?
+            cat "$attempt" >>"$logf"
+            [ "$rc" = 0 ] && break
+            [ "$rc" = 124 ] && { rm -f "$attempt"; write_state failed timeout "after ${TIMEOUT}s"; return 1; }
+        done
+        if [ -z "$tried" ]; then
+            write_state failed requires_python "its lock needs Python $want: none of $PY $ALT_PYTHONS is (VAC_STUDY_PYTHONS)"; return 1
         fi
-        # --compile-bytecode, as pip does by default: without it the server's first start
-        # writes __pycache__ into its own installation, in every sandbox, and every tool is
-        # confirmed for fs.write there (seen on mcp-atlassian). Compiling runs no package code.
-        timeout "$TIMEOUT" "$UV" pip sync --quiet --python "$dir/bin/python" --only-binary :all: \
-            --compile-bytecode --require-hashes "$use" >>"$logf" 2>&1; rc=$?
-        if [ "$rc" = 124 ]; then write_state failed timeout "after ${TIMEOUT}s"; return 1; fi
-        if [ "$rc" != 0 ]; then write_state failed "$(classify_py "$logf")" "$(first_error "$logf")"; return 1; fi
+        if [ "$rc" != 0 ]; then
+            write_state failed "$(classify_py "$attempt")" "$(first_error "$attempt")"; rm -f "$attempt"; return 1
+        fi
+        rm -f "$attempt"
         mkdir -p "$STUDY/locks/pypi"
-        [ -f "$lock" ] || cp "$use" "$lock"
+        if [ ! -f "$lock" ]; then
+            cp "$dir/.lock.txt" "$lock"
+            version=$(python_version "$dir/bin/python")
+            [ "$version" = "$(python_version "$PY")" ] || echo "$version" >"$STUDY/locks/pypi/$ID.python"
+        fi
         rm -f "$dir/.lock.txt"
     else
         "$PY" -m venv "$dir" >"$logf" 2>&1 || { write_state failed error "$(first_error "$logf")"; return 1; }
