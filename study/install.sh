@@ -116,6 +116,29 @@ first_error() { # the line of a log that says why
     printf '%s' "$l" | sed 's/^[[:space:]]*//;s/^cause: //;s/^npm error //' | cut -c1-300
 }
 
+# A server the catalogue marks `as_of_release` (overrides.toml: its code imports what a later
+# major version of a dependency removed) has its lock resolved with every dependency as it
+# stood one day after its version was published (uv --exclude-newer, npm --before): as its
+# author ran it. Prints that cutoff (ISO 8601), or nothing for every other server.
+release_cutoff() {
+    local flag published
+    flag=$("$PY" -c 'import sys, tomllib
+cat = tomllib.load(open(sys.argv[1], "rb"))
+print("yes" if any(s["id"] == sys.argv[2] and s.get("as_of_release") for s in cat["server"]) else "")' \
+        "$STUDY/catalogue.toml" "$ID")
+    [ -n "$flag" ] || return 0
+    if [ "$REG" = npm ]; then
+        published=$(npm view "$PKG@$VER" time --json 2>/dev/null \
+            | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$VER")
+    else
+        # uv names the upload time of a version an old cutoff excludes.
+        published=$(echo "$PKG==$VER" | "$UV" pip compile --quiet --python "$PY" --no-header \
+            --exclude-newer 1970-01-02T00:00:00Z - 2>&1 | grep -o 'was published at [0-9T:.Z-]*' | head -n1 | cut -d' ' -f4)
+    fi
+    [ -n "$published" ] || { echo "install.sh: $ID: no publication time found for as_of_release" >&2; return 1; }
+    "$PY" -c 'import datetime,sys; t=datetime.datetime.fromisoformat(sys.argv[1].rstrip(".").replace("Z","+00:00")); print((t+datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"))' "$published"
+}
+
 install_npm() {
     local dir=$PREFIX/npm/$ID lock=$STUDY/locks/npm/$ID.package-lock.json logf=$PREFIX/logs/$ID.log
     local -a common=(--prefix "$dir" --ignore-scripts --no-audit --no-fund --no-update-notifier --loglevel=warn)
@@ -133,7 +156,9 @@ install_npm() {
             timeout "$TIMEOUT" npm install "${common[@]}" >>"$logf" 2>&1; rc=$?
         fi
     else
-        timeout "$TIMEOUT" npm install "${common[@]}" --save-exact "$PKG@$VER" >"$logf" 2>&1; rc=$?
+        local cutoff
+        cutoff=$(release_cutoff) || { write_state failed error "no publication time for as_of_release"; return 1; }
+        timeout "$TIMEOUT" npm install "${common[@]}" ${cutoff:+--before="$cutoff"} --save-exact "$PKG@$VER" >"$logf" 2>&1; rc=$?
     fi
     if [ "$rc" = 124 ]; then write_state failed timeout "after ${TIMEOUT}s"; return 1; fi
     if [ "$rc" != 0 ]; then write_state failed "$(classify_npm "$logf")" "$(first_error "$logf")"; return 1; fi
@@ -171,7 +196,8 @@ uv_attempt() { # dir lock python logf
     if [ ! -f "$lock" ]; then
         use=$dir/.lock.txt
         echo "$PKG==$VER" | timeout "$TIMEOUT" "$UV" pip compile --quiet --python "$dir/bin/python" \
-            --only-binary :all: --generate-hashes --no-header --output-file "$use" - >>"$logf" 2>&1; rc=$?
+            ${CUTOFF:+--exclude-newer "$CUTOFF"} --only-binary :all: --generate-hashes --no-header \
+            --output-file "$use" - >>"$logf" 2>&1; rc=$?
         [ "$rc" = 0 ] || return "$rc"
     fi
     # --compile-bytecode, as pip does by default: without it the server's first start
@@ -187,6 +213,10 @@ install_pypi() {
     : >"$logf"
     if [ -x "$UV" ]; then
         local want="" py tried=""
+        CUTOFF=""
+        if [ ! -f "$lock" ]; then
+            CUTOFF=$(release_cutoff) || { write_state failed error "no publication time for as_of_release"; return 1; }
+        fi
         [ -f "$STUDY/locks/pypi/$ID.python" ] && want=$(cat "$STUDY/locks/pypi/$ID.python")
         rc=1
         local attempt=$logf.attempt
