@@ -279,46 +279,28 @@ impl Campaign {
     /// Checks campaign text as if it were the file at `path` (relative paths in it are
     /// resolved against `path`'s directory; contracts and plants are read from there).
     pub fn parse(path: &Path, text: &str) -> Result<Campaign, CampaignError> {
-        let source = path.display().to_string();
-        let at = |offset: usize| Location::at(&source, text, offset);
-        let error = |offset: usize, message: String| CampaignError::At {
-            at: at(offset),
-            message,
+        let check = Checker {
+            source: path.display().to_string(),
+            text,
+            base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         };
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            error(
+            check.error(
                 e.span().map_or(0, |s| s.start),
                 e.message().lines().next().unwrap_or("").to_owned(),
             )
         })?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let relative = |p: &str| {
-            let p = Path::new(p);
-            if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                base.join(p)
-            }
-        };
         let name = raw.name.get_ref().trim().to_owned();
         if name.is_empty() {
-            return Err(error(raw.name.span().start, "`name` is empty".into()));
+            return Err(check.error(raw.name.span().start, "`name` is empty".into()));
         }
-        let count = |value: Option<Spanned<i64>>, key: &str, default: i64, max: i64| match value {
-            None => Ok(default),
-            Some(v) if (1..=max).contains(v.get_ref()) => Ok(*v.get_ref()),
-            Some(v) => Err(error(
-                v.span().start,
-                format!("`{key}` must be between 1 and {max}, not {}", v.get_ref()),
-            )),
-        };
-        let repetitions = count(raw.repetitions, "repetitions", 1, 1000)? as u32;
-        let jobs = count(raw.jobs, "jobs", 1, 64)? as usize;
+        let repetitions = check.count(raw.repetitions, "repetitions", 1, 1000)? as u32;
+        let jobs = check.count(raw.jobs, "jobs", 1, 64)? as usize;
         let relaunch = match &raw.relaunch {
             None => 1,
             Some(v) if (0..=16).contains(v.get_ref()) => *v.get_ref() as u32,
             Some(v) => {
-                return Err(error(
+                return Err(check.error(
                     v.span().start,
                     format!("`relaunch` must be between 0 and 16, not {}", v.get_ref()),
                 ));
@@ -326,309 +308,46 @@ impl Campaign {
         };
         let isolation = match &raw.isolation {
             None => crate::probe::Isolation::default(),
-            Some(name) => match crate::probe::Isolation::parse(name.get_ref()) {
-                Some(isolation) => isolation,
-                None => {
-                    return Err(error(
-                        name.span().start,
-                        format!(
-                            "unknown isolation {:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")",
-                            name.get_ref()
-                        ),
-                    ));
-                }
-            },
+            Some(name) => crate::probe::Isolation::parse(name.get_ref()).ok_or_else(|| {
+                check.error(
+                    name.span().start,
+                    format!(
+                        "unknown isolation {:?} (expected \"adaptive\", \"per-tool\" or \"per-call\")",
+                        name.get_ref()
+                    ),
+                )
+            })?,
         };
-        let mut budgets = Budgets::default();
-        if let Some(b) = raw.budgets {
-            let day = 86_400;
-            budgets.calls_per_tool = count(
-                b.calls_per_tool,
-                "calls_per_tool",
-                budgets.calls_per_tool as i64,
-                1000,
-            )? as usize;
-            budgets.tools_per_server = count(
-                b.tools_per_server,
-                "tools_per_server",
-                budgets.tools_per_server as i64,
-                100_000,
-            )? as usize;
-            budgets.calls_per_server = count(
-                b.calls_per_server,
-                "calls_per_server",
-                budgets.calls_per_server as i64,
-                1_000_000,
-            )? as usize;
-            budgets.timeout_seconds = count(
-                b.timeout_seconds,
-                "timeout_seconds",
-                budgets.timeout_seconds as i64,
-                day,
-            )? as u64;
-            budgets.wall_seconds_per_server = count(
-                b.wall_seconds_per_server,
-                "wall_seconds_per_server",
-                budgets.wall_seconds_per_server as i64,
-                7 * day,
-            )? as u64;
-        }
-        let out = relative(
+        let budgets = match raw.budgets {
+            None => Budgets::default(),
+            Some(b) => check.budgets(b)?,
+        };
+        let out = check.relative(
             raw.out
                 .as_ref()
                 .map_or(format!("runs/{name}"), |o| o.get_ref().clone())
                 .as_str(),
         );
         if raw.target.is_empty() {
-            return Err(error(
-                0,
-                "no [[target]]: a campaign needs at least one".into(),
-            ));
+            return Err(check.error(0, "no [[target]]: a campaign needs at least one".into()));
         }
         let mut targets: Vec<CampaignTarget> = Vec::new();
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for spanned in raw.target {
             let table = spanned.span().start;
             let t = spanned.into_inner();
-            let id = t.id.get_ref().clone();
-            let valid = !id.is_empty()
-                && id.len() <= 128
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                && !id.starts_with('.');
-            if !valid {
-                return Err(error(
-                    t.id.span().start,
-                    format!(
-                        "target id {id:?} must be 1–128 letters, digits, '-', '_' or '.' (not leading)"
-                    ),
-                ));
-            }
+            let id = check.target_id(&t.id)?;
             if let Some(first) = seen.get(&id) {
-                return Err(error(
+                return Err(check.error(
                     t.id.span().start,
                     format!(
                         "duplicate target id {id:?} (first at line {})",
-                        at(*first).line
+                        check.at(*first).line
                     ),
                 ));
             }
             seen.insert(id.clone(), t.id.span().start);
-            let command = match &t.command {
-                Some(c) if c.get_ref().is_empty() => {
-                    return Err(error(
-                        c.span().start,
-                        format!("target {id:?}: `command` is empty"),
-                    ));
-                }
-                Some(c) => Some(
-                    c.get_ref()
-                        .iter()
-                        .enumerate()
-                        .map(|(i, arg)| program(i, arg, &base))
-                        .collect::<Vec<OsString>>(),
-                ),
-                None => None,
-            };
-            let kind = match (command, &t.http, &t.url) {
-                (Some(_), _, Some(url)) => {
-                    return Err(error(
-                        url.span().start,
-                        format!("target {id:?} has both `command` and `url`: give one"),
-                    ));
-                }
-                (None, Some(http), None) => {
-                    return Err(error(
-                        http.span().start,
-                        format!("target {id:?}: `http` needs the `command` that serves it"),
-                    ));
-                }
-                (None, _, Some(url)) => TargetKind::Url {
-                    url: url.get_ref().clone(),
-                    ca: match &t.ca {
-                        None => None,
-                        Some(ca) => {
-                            let path = relative(ca.get_ref());
-                            if std::fs::metadata(&path).is_err() {
-                                return Err(error(
-                                    ca.span().start,
-                                    format!("target {id:?}: ca {} does not exist", path.display()),
-                                ));
-                            }
-                            Some(path)
-                        }
-                    },
-                },
-                (Some(command), None, None) => TargetKind::Stdio(command),
-                (Some(command), Some(http), None) => {
-                    let (port, path) = crate::http_port(http.get_ref()).map_err(|m| {
-                        error(http.span().start, format!("target {id:?}: http: {m}"))
-                    })?;
-                    TargetKind::Http {
-                        command,
-                        port,
-                        path,
-                    }
-                }
-                (None, None, None) => {
-                    return Err(error(
-                        table,
-                        format!(
-                            "target {id:?} has no `command` (stdio, or with `http`) and no `url`"
-                        ),
-                    ));
-                }
-            };
-            let uid = match &t.uid {
-                None => None,
-                Some(uid) => Some(u32::try_from(*uid.get_ref()).map_err(|_| {
-                    error(
-                        uid.span().start,
-                        format!("target {id:?}: uid {} is not a user id", uid.get_ref()),
-                    )
-                })?),
-            };
-            let protocol = match &t.protocol {
-                None => None,
-                Some(p) => Some(
-                    crate::client::Protocol::parse(p.get_ref())
-                        .map_err(|e| error(p.span().start, format!("target {id:?}: {e}")))?,
-                ),
-            };
-            if let Some(ca) = &t.ca
-                && !matches!(kind, TargetKind::Url { .. })
-            {
-                return Err(error(
-                    ca.span().start,
-                    format!("target {id:?}: `ca` is for `url` targets"),
-                ));
-            }
-            let mut credentials = Vec::new();
-            let http = !matches!(kind, TargetKind::Stdio(_));
-            let variable = |var: &Spanned<String>| {
-                let name = var.get_ref();
-                let valid =
-                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                match valid {
-                    true => Ok(name.clone()),
-                    false => Err(error(
-                        var.span().start,
-                        format!("target {id:?}: {name:?} is not an environment variable name"),
-                    )),
-                }
-            };
-            if let Some(var) = &t.bearer_env {
-                credentials.push(Credential::Bearer {
-                    var: variable(var)?,
-                });
-            }
-            for (name, var) in &t.header_env {
-                if hyper::header::HeaderName::from_bytes(name.get_ref().as_bytes()).is_err() {
-                    return Err(error(
-                        name.span().start,
-                        format!(
-                            "target {id:?}: {:?} is not a valid header name",
-                            name.get_ref()
-                        ),
-                    ));
-                }
-                credentials.push(Credential::Header {
-                    name: name.get_ref().clone(),
-                    var: variable(var)?,
-                });
-            }
-            if !credentials.is_empty() && !http {
-                let at = t
-                    .bearer_env
-                    .as_ref()
-                    .map(|v| v.span().start)
-                    .or_else(|| t.header_env.keys().next().map(|k| k.span().start));
-                return Err(error(
-                    at.unwrap_or(table),
-                    format!(
-                        "target {id:?}: `bearer_env` and `header_env` are for HTTP targets (`url`, or `command` with `http`)"
-                    ),
-                ));
-            }
-            let mut inputs = Inputs::default();
-            for (key, value) in &t.env {
-                let given = format!("{}={}", key.get_ref(), value.get_ref());
-                let parsed: EnvVar = given
-                    .parse()
-                    .map_err(|e| error(key.span().start, format!("target {id:?}: {e}")))?;
-                inputs.env.push(parsed);
-            }
-            for plant in &t.plant {
-                let mut parsed: Plant = plant
-                    .get_ref()
-                    .parse()
-                    .map_err(|e| error(plant.span().start, format!("target {id:?}: {e}")))?;
-                parsed.source = relative(&parsed.source.to_string_lossy());
-                if std::fs::symlink_metadata(&parsed.source).is_err() {
-                    return Err(error(
-                        plant.span().start,
-                        format!(
-                            "target {id:?}: plant source {} does not exist",
-                            parsed.source.display()
-                        ),
-                    ));
-                }
-                inputs.plants.push(parsed);
-            }
-            for path in &t.expose {
-                let exposed = relative(path.get_ref());
-                if std::fs::symlink_metadata(&exposed).is_err() {
-                    return Err(error(
-                        path.span().start,
-                        format!(
-                            "target {id:?}: exposed path {} does not exist",
-                            exposed.display()
-                        ),
-                    ));
-                }
-                inputs.expose.push(exposed);
-            }
-            for arg in &t.args {
-                let parsed: ArgHint = arg
-                    .get_ref()
-                    .parse()
-                    .map_err(|e| error(arg.span().start, format!("target {id:?}: {e}")))?;
-                inputs.args.push(parsed);
-            }
-            let mut derivation = Derivation::default();
-            let contract = match &t.contract {
-                None => None,
-                Some(c) if c.get_ref() == "intent" => None,
-                Some(c) if c.get_ref() == "annotations" => {
-                    derivation = Derivation::Annotations;
-                    None
-                }
-                Some(c) => {
-                    let file = relative(c.get_ref());
-                    let name = file.display().to_string();
-                    let text = std::fs::read_to_string(&file).map_err(|e| {
-                        error(
-                            c.span().start,
-                            format!("target {id:?}: contract {name}: {e}"),
-                        )
-                    })?;
-                    ContractDocument::parse(&name, &text)
-                        .map_err(|e| error(c.span().start, format!("target {id:?}: {e}")))?;
-                    Some((name, text))
-                }
-            };
-            targets.push(CampaignTarget {
-                id,
-                kind,
-                inputs,
-                uid,
-                protocol,
-                credentials,
-                contract,
-                derivation,
-                tags: t.tags,
-            });
+            targets.push(check.target(id, t, table)?);
         }
         Ok(Campaign {
             file: path.to_path_buf(),
@@ -642,6 +361,362 @@ impl Campaign {
             out,
             budgets,
             targets,
+        })
+    }
+}
+
+/// One campaign file being checked: where it is, its text (to name a line and column), and
+/// the directory its relative paths are resolved against.
+struct Checker<'a> {
+    source: String,
+    text: &'a str,
+    base: PathBuf,
+}
+
+impl Checker<'_> {
+    fn at(&self, offset: usize) -> Location {
+        Location::at(&self.source, self.text, offset)
+    }
+
+    fn error(&self, offset: usize, message: String) -> CampaignError {
+        CampaignError::At {
+            at: self.at(offset),
+            message,
+        }
+    }
+
+    /// A path of the file, resolved against its directory unless absolute.
+    fn relative(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base.join(p)
+        }
+    }
+
+    /// A count between 1 and `max`, `default` when absent.
+    fn count(
+        &self,
+        value: Option<Spanned<i64>>,
+        key: &str,
+        default: i64,
+        max: i64,
+    ) -> Result<i64, CampaignError> {
+        match value {
+            None => Ok(default),
+            Some(v) if (1..=max).contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(self.error(
+                v.span().start,
+                format!("`{key}` must be between 1 and {max}, not {}", v.get_ref()),
+            )),
+        }
+    }
+
+    /// `[budgets]`: each key given replaces its default.
+    fn budgets(&self, b: RawBudgets) -> Result<Budgets, CampaignError> {
+        let day = 86_400;
+        let defaults = Budgets::default();
+        Ok(Budgets {
+            calls_per_tool: self.count(
+                b.calls_per_tool,
+                "calls_per_tool",
+                defaults.calls_per_tool as i64,
+                1000,
+            )? as usize,
+            tools_per_server: self.count(
+                b.tools_per_server,
+                "tools_per_server",
+                defaults.tools_per_server as i64,
+                100_000,
+            )? as usize,
+            calls_per_server: self.count(
+                b.calls_per_server,
+                "calls_per_server",
+                defaults.calls_per_server as i64,
+                1_000_000,
+            )? as usize,
+            timeout_seconds: self.count(
+                b.timeout_seconds,
+                "timeout_seconds",
+                defaults.timeout_seconds as i64,
+                day,
+            )? as u64,
+            wall_seconds_per_server: self.count(
+                b.wall_seconds_per_server,
+                "wall_seconds_per_server",
+                defaults.wall_seconds_per_server as i64,
+                7 * day,
+            )? as u64,
+        })
+    }
+
+    /// A target's `id`: 1–128 of `A-Z a-z 0-9 - _ .`, not leading `.`.
+    fn target_id(&self, id: &Spanned<String>) -> Result<String, CampaignError> {
+        let text = id.get_ref();
+        let valid = !text.is_empty()
+            && text.len() <= 128
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !text.starts_with('.');
+        match valid {
+            true => Ok(text.clone()),
+            false => Err(self.error(
+                id.span().start,
+                format!(
+                    "target id {text:?} must be 1–128 letters, digits, '-', '_' or '.' (not leading)"
+                ),
+            )),
+        }
+    }
+
+    /// One `[[target]]` whose id is checked; `table` is where its table starts.
+    fn target(
+        &self,
+        id: String,
+        t: RawTarget,
+        table: usize,
+    ) -> Result<CampaignTarget, CampaignError> {
+        let kind = self.kind(&id, &t, table)?;
+        let uid = match &t.uid {
+            None => None,
+            Some(uid) => Some(u32::try_from(*uid.get_ref()).map_err(|_| {
+                self.error(
+                    uid.span().start,
+                    format!("target {id:?}: uid {} is not a user id", uid.get_ref()),
+                )
+            })?),
+        };
+        let protocol = match &t.protocol {
+            None => None,
+            Some(p) => Some(
+                crate::client::Protocol::parse(p.get_ref())
+                    .map_err(|e| self.error(p.span().start, format!("target {id:?}: {e}")))?,
+            ),
+        };
+        if let Some(ca) = &t.ca
+            && !matches!(kind, TargetKind::Url { .. })
+        {
+            return Err(self.error(
+                ca.span().start,
+                format!("target {id:?}: `ca` is for `url` targets"),
+            ));
+        }
+        let credentials = self.credentials(&id, &t, &kind, table)?;
+        let inputs = self.inputs(&id, &t)?;
+        let (contract, derivation) = self.contract(&id, &t)?;
+        Ok(CampaignTarget {
+            id,
+            kind,
+            inputs,
+            uid,
+            protocol,
+            credentials,
+            contract,
+            derivation,
+            tags: t.tags,
+        })
+    }
+
+    /// `command`, `http` and `url`: how the server is reached.
+    fn kind(&self, id: &str, t: &RawTarget, table: usize) -> Result<TargetKind, CampaignError> {
+        let command = match &t.command {
+            Some(c) if c.get_ref().is_empty() => {
+                return Err(
+                    self.error(c.span().start, format!("target {id:?}: `command` is empty"))
+                );
+            }
+            Some(c) => Some(
+                c.get_ref()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, arg)| program(i, arg, &self.base))
+                    .collect::<Vec<OsString>>(),
+            ),
+            None => None,
+        };
+        Ok(match (command, &t.http, &t.url) {
+            (Some(_), _, Some(url)) => {
+                return Err(self.error(
+                    url.span().start,
+                    format!("target {id:?} has both `command` and `url`: give one"),
+                ));
+            }
+            (None, Some(http), None) => {
+                return Err(self.error(
+                    http.span().start,
+                    format!("target {id:?}: `http` needs the `command` that serves it"),
+                ));
+            }
+            (None, _, Some(url)) => TargetKind::Url {
+                url: url.get_ref().clone(),
+                ca: match &t.ca {
+                    None => None,
+                    Some(ca) => {
+                        let path = self.relative(ca.get_ref());
+                        if std::fs::metadata(&path).is_err() {
+                            return Err(self.error(
+                                ca.span().start,
+                                format!("target {id:?}: ca {} does not exist", path.display()),
+                            ));
+                        }
+                        Some(path)
+                    }
+                },
+            },
+            (Some(command), None, None) => TargetKind::Stdio(command),
+            (Some(command), Some(http), None) => {
+                let (port, path) = crate::http_port(http.get_ref()).map_err(|m| {
+                    self.error(http.span().start, format!("target {id:?}: http: {m}"))
+                })?;
+                TargetKind::Http {
+                    command,
+                    port,
+                    path,
+                }
+            }
+            (None, None, None) => {
+                return Err(self.error(
+                    table,
+                    format!("target {id:?} has no `command` (stdio, or with `http`) and no `url`"),
+                ));
+            }
+        })
+    }
+
+    /// `bearer_env` and `header_env`: for HTTP targets only.
+    fn credentials(
+        &self,
+        id: &str,
+        t: &RawTarget,
+        kind: &TargetKind,
+        table: usize,
+    ) -> Result<Vec<Credential>, CampaignError> {
+        let mut credentials = Vec::new();
+        let variable = |var: &Spanned<String>| {
+            let name = var.get_ref();
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            match valid {
+                true => Ok(name.clone()),
+                false => Err(self.error(
+                    var.span().start,
+                    format!("target {id:?}: {name:?} is not an environment variable name"),
+                )),
+            }
+        };
+        if let Some(var) = &t.bearer_env {
+            credentials.push(Credential::Bearer {
+                var: variable(var)?,
+            });
+        }
+        for (name, var) in &t.header_env {
+            if hyper::header::HeaderName::from_bytes(name.get_ref().as_bytes()).is_err() {
+                return Err(self.error(
+                    name.span().start,
+                    format!(
+                        "target {id:?}: {:?} is not a valid header name",
+                        name.get_ref()
+                    ),
+                ));
+            }
+            credentials.push(Credential::Header {
+                name: name.get_ref().clone(),
+                var: variable(var)?,
+            });
+        }
+        if !credentials.is_empty() && matches!(kind, TargetKind::Stdio(_)) {
+            let at = t
+                .bearer_env
+                .as_ref()
+                .map(|v| v.span().start)
+                .or_else(|| t.header_env.keys().next().map(|k| k.span().start));
+            return Err(self.error(
+                at.unwrap_or(table),
+                format!(
+                    "target {id:?}: `bearer_env` and `header_env` are for HTTP targets (`url`, or `command` with `http`)"
+                ),
+            ));
+        }
+        Ok(credentials)
+    }
+
+    /// `env`, `plant`, `expose` and `args`: what the probe is given; every source and exposed
+    /// path must exist.
+    fn inputs(&self, id: &str, t: &RawTarget) -> Result<Inputs, CampaignError> {
+        let mut inputs = Inputs::default();
+        for (key, value) in &t.env {
+            let given = format!("{}={}", key.get_ref(), value.get_ref());
+            let parsed: EnvVar = given
+                .parse()
+                .map_err(|e| self.error(key.span().start, format!("target {id:?}: {e}")))?;
+            inputs.env.push(parsed);
+        }
+        for plant in &t.plant {
+            let mut parsed: Plant = plant
+                .get_ref()
+                .parse()
+                .map_err(|e| self.error(plant.span().start, format!("target {id:?}: {e}")))?;
+            parsed.source = self.relative(&parsed.source.to_string_lossy());
+            if std::fs::symlink_metadata(&parsed.source).is_err() {
+                return Err(self.error(
+                    plant.span().start,
+                    format!(
+                        "target {id:?}: plant source {} does not exist",
+                        parsed.source.display()
+                    ),
+                ));
+            }
+            inputs.plants.push(parsed);
+        }
+        for path in &t.expose {
+            let exposed = self.relative(path.get_ref());
+            if std::fs::symlink_metadata(&exposed).is_err() {
+                return Err(self.error(
+                    path.span().start,
+                    format!(
+                        "target {id:?}: exposed path {} does not exist",
+                        exposed.display()
+                    ),
+                ));
+            }
+            inputs.expose.push(exposed);
+        }
+        for arg in &t.args {
+            let parsed: ArgHint = arg
+                .get_ref()
+                .parse()
+                .map_err(|e| self.error(arg.span().start, format!("target {id:?}: {e}")))?;
+            inputs.args.push(parsed);
+        }
+        Ok(inputs)
+    }
+
+    /// `contract`: `"intent"` (the default), `"annotations"`, or a document read and parsed
+    /// now.
+    fn contract(
+        &self,
+        id: &str,
+        t: &RawTarget,
+    ) -> Result<(Option<(String, String)>, Derivation), CampaignError> {
+        Ok(match &t.contract {
+            None => (None, Derivation::default()),
+            Some(c) if c.get_ref() == "intent" => (None, Derivation::default()),
+            Some(c) if c.get_ref() == "annotations" => (None, Derivation::Annotations),
+            Some(c) => {
+                let file = self.relative(c.get_ref());
+                let name = file.display().to_string();
+                let text = std::fs::read_to_string(&file).map_err(|e| {
+                    self.error(
+                        c.span().start,
+                        format!("target {id:?}: contract {name}: {e}"),
+                    )
+                })?;
+                ContractDocument::parse(&name, &text)
+                    .map_err(|e| self.error(c.span().start, format!("target {id:?}: {e}")))?;
+                (Some((name, text)), Derivation::default())
+            }
         })
     }
 }

@@ -203,135 +203,157 @@ pub(crate) fn run_import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 
 /// `vac campaign run|resume|merge|check`.
 pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode> {
-    use crate::campaign::{self, Campaign, Progress, RunError, Shard, ShardError};
-    let progress = |quiet: bool| {
-        use std::io::IsTerminal;
-        match (quiet, std::io::stderr().is_terminal()) {
-            (true, _) => Progress::Quiet,
-            (false, true) => Progress::Bar,
-            (false, false) => Progress::Lines,
-        }
-    };
-    let shard_of = |args: &CampaignRunArgs| -> Result<Option<Shard>, ShardError> {
-        match &args.shard {
-            Some(text) => Shard::parse(text).map(Some),
-            None => Shard::from_env(&|name| std::env::var(name).ok(), args.shards),
-        }
-    };
-    let load = |args: &CampaignRunArgs| -> anyhow::Result<(Campaign, Option<Shard>)> {
-        let mut campaign = Campaign::load(&args.file)?;
-        if let Some(out) = &args.out {
-            campaign.out = out.clone();
-        }
-        let shard = shard_of(args)?;
-        Ok((campaign, shard))
-    };
     let outcome = match command {
-        CampaignCommand::Check(args) => {
-            let (campaign, shard) = match load(&args) {
-                Ok(loaded) => loaded,
-                Err(error) => {
-                    eprintln!("vac: {error}");
-                    return Ok(Exit::Usage.into());
-                }
-            };
-            println!(
-                "{}: campaign {:?}, {} targets × {} repetitions, {} jobs, into {}",
-                args.file.display(),
-                campaign.name,
-                campaign.targets.len(),
-                campaign.repetitions,
-                campaign.jobs,
-                campaign::out_dir(&campaign, shard).display()
-            );
-            for target in &campaign.targets {
-                let mine = shard.is_none_or(|s| s.holds(&target.id));
-                println!("  {} {}", if mine { "run " } else { "skip" }, target.id);
-            }
-            return Ok(Exit::Clean.into());
-        }
+        CampaignCommand::Check(args) => return check_campaign(&args),
         CampaignCommand::Run(args) => {
-            let (campaign, shard) = match load(&args) {
+            let (campaign, shard) = match load_campaign(&args) {
                 Ok(loaded) => loaded,
                 Err(error) => {
                     eprintln!("vac: {error}");
                     return Ok(Exit::Usage.into());
                 }
             };
-            runtime()?.block_on(campaign::run(&campaign, shard, progress(args.quiet)))
+            runtime()?.block_on(crate::campaign::run(&campaign, shard, progress(args.quiet)))
         }
         CampaignCommand::Resume(args) => {
-            runtime()?.block_on(campaign::resume(&args.dir, progress(args.quiet)))
+            runtime()?.block_on(crate::campaign::resume(&args.dir, progress(args.quiet)))
         }
-        CampaignCommand::Merge(args) => campaign::merge(&args.out, &args.shards),
+        CampaignCommand::Merge(args) => crate::campaign::merge(&args.out, &args.shards),
         CampaignCommand::Compare(args) => return compare_grids(&args.first, &args.second),
-        CampaignCommand::Recorded(args) => match campaign::recorded_text(&args.dir) {
-            Ok(text) => {
-                print!("{text}");
-                return Ok(Exit::Clean.into());
-            }
-            Err(error) => {
-                eprintln!("vac: {error}");
-                return Ok(Exit::Usage.into());
-            }
-        },
+        CampaignCommand::Recorded(args) => {
+            return Ok(match crate::campaign::recorded_text(&args.dir) {
+                Ok(text) => {
+                    print!("{text}");
+                    Exit::Clean.into()
+                }
+                Err(error) => {
+                    eprintln!("vac: {error}");
+                    Exit::Usage.into()
+                }
+            });
+        }
         CampaignCommand::Pack(args) => {
-            return match campaign::pack_probes(&args.dir) {
+            return Ok(match crate::campaign::pack_probes(&args.dir) {
                 Ok(summary) => {
                     print_packed(&summary);
-                    Ok(Exit::Clean.into())
+                    Exit::Clean.into()
                 }
                 Err(error) => {
                     eprintln!("vac: {error}");
-                    Ok(Exit::CouldNotRun.into())
+                    Exit::CouldNotRun.into()
                 }
-            };
+            });
         }
-        CampaignCommand::Deploy(args) => {
-            let loaded = match Campaign::load(&args.file) {
-                Ok(loaded) => loaded,
-                Err(error) => {
-                    eprintln!("vac: {error}");
-                    return Ok(Exit::Usage.into());
-                }
-            };
-            if args.shards == 0 || args.shards > 10_000 {
-                eprintln!("vac: --shards {}: expected 1 to 10000", args.shards);
-                return Ok(Exit::Usage.into());
-            }
-            let deploy = campaign::deploy::Deploy {
-                shards: args.shards,
-                image: args.image.clone(),
-                claim: args.claim.clone(),
-                storage: args.storage.clone(),
-                out: args.out.clone(),
-            };
-            let bundle = match campaign::deploy::render(&loaded, &deploy) {
-                Ok(bundle) => bundle,
-                Err(error) => {
-                    eprintln!("vac: {error}");
-                    return Ok(Exit::Usage.into());
-                }
-            };
-            match campaign::deploy::write(&args.to, &bundle) {
-                Ok(written) => {
-                    for path in written {
-                        println!("{}", path.display());
-                    }
-                    for path in &bundle.absolute {
-                        eprintln!(
-                            "vac: {path}: an absolute path the campaign names: it must exist on every node"
-                        );
-                    }
-                    return Ok(Exit::Clean.into());
-                }
-                Err(error) => {
-                    eprintln!("vac: {}: {error}", args.to.display());
-                    return Ok(Exit::Usage.into());
-                }
-            }
+        CampaignCommand::Deploy(args) => return Ok(deploy_campaign(&args).into()),
+    };
+    finish_campaign(outcome)
+}
+
+/// Progress on stderr: a bar on a terminal, lines otherwise, nothing with `--quiet`.
+fn progress(quiet: bool) -> crate::campaign::Progress {
+    use crate::campaign::Progress;
+    use std::io::IsTerminal;
+    match (quiet, std::io::stderr().is_terminal()) {
+        (true, _) => Progress::Quiet,
+        (false, true) => Progress::Bar,
+        (false, false) => Progress::Lines,
+    }
+}
+
+/// The campaign file with `--out` applied, and the shard this process runs (`--shard`, or
+/// the scheduler's environment with `--shards`).
+fn load_campaign(
+    args: &CampaignRunArgs,
+) -> anyhow::Result<(crate::campaign::Campaign, Option<crate::campaign::Shard>)> {
+    use crate::campaign::{Campaign, Shard};
+    let mut campaign = Campaign::load(&args.file)?;
+    if let Some(out) = &args.out {
+        campaign.out = out.clone();
+    }
+    let shard = match &args.shard {
+        Some(text) => Shard::parse(text).map(Some),
+        None => Shard::from_env(&|name| std::env::var(name).ok(), args.shards),
+    }?;
+    Ok((campaign, shard))
+}
+
+/// `vac campaign check`: the file checked, and which targets this shard would run.
+fn check_campaign(args: &CampaignRunArgs) -> anyhow::Result<ExitCode> {
+    let (campaign, shard) = match load_campaign(args) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::Usage.into());
         }
     };
+    println!(
+        "{}: campaign {:?}, {} targets × {} repetitions, {} jobs, into {}",
+        args.file.display(),
+        campaign.name,
+        campaign.targets.len(),
+        campaign.repetitions,
+        campaign.jobs,
+        crate::campaign::out_dir(&campaign, shard).display()
+    );
+    for target in &campaign.targets {
+        let mine = shard.is_none_or(|s| s.holds(&target.id));
+        println!("  {} {}", if mine { "run " } else { "skip" }, target.id);
+    }
+    Ok(Exit::Clean.into())
+}
+
+/// `vac campaign deploy`: the bundle and the scheduler's files written under `--to`.
+fn deploy_campaign(args: &CampaignDeployArgs) -> Exit {
+    use crate::campaign::{Campaign, deploy};
+    let loaded = match Campaign::load(&args.file) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Exit::Usage;
+        }
+    };
+    if args.shards == 0 || args.shards > 10_000 {
+        eprintln!("vac: --shards {}: expected 1 to 10000", args.shards);
+        return Exit::Usage;
+    }
+    let settings = deploy::Deploy {
+        shards: args.shards,
+        image: args.image.clone(),
+        claim: args.claim.clone(),
+        storage: args.storage.clone(),
+        out: args.out.clone(),
+    };
+    let bundle = match deploy::render(&loaded, &settings) {
+        Ok(bundle) => bundle,
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Exit::Usage;
+        }
+    };
+    match deploy::write(&args.to, &bundle) {
+        Ok(written) => {
+            for path in written {
+                println!("{}", path.display());
+            }
+            for path in &bundle.absolute {
+                eprintln!(
+                    "vac: {path}: an absolute path the campaign names: it must exist on every node"
+                );
+            }
+            Exit::Clean
+        }
+        Err(error) => {
+            eprintln!("vac: {}: {error}", args.to.display());
+            Exit::Usage
+        }
+    }
+}
+
+/// After a run, resume or merge: the map's summary, where the campaign is, and its exit.
+fn finish_campaign(
+    outcome: Result<crate::campaign::Outcome, crate::campaign::RunError>,
+) -> anyhow::Result<ExitCode> {
+    use crate::campaign::RunError;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(

@@ -1,7 +1,7 @@
 //! `vac static`: what a tools/list predicts, alone or set against receipts.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{runtime, typed, width};
@@ -45,12 +45,7 @@ pub(crate) struct StaticArgs {
 /// `vac static`: findings from a tools/list file, a command's control run, or the manifests
 /// recorded in receipts (then compared with their verdicts).
 pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
-    use vac_analysis::compare::{self, Prediction};
-    use vac_analysis::scan::{self, Scope};
-    let usage = |message: String| {
-        eprintln!("vac: {message}");
-        Ok(Exit::Usage.into())
-    };
+    use vac_analysis::scan::Scope;
     let scope = match &args.contract {
         None => Scope::None,
         Some(path) => {
@@ -61,44 +56,13 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let version = env!("CARGO_PKG_VERSION");
-    // A manifest without receipts: findings only.
-    let manifest =
-        |server: String, tools: &[serde_json::Value], source: Option<(String, String)>| {
-            let findings = scan::scan(&server, tools, &scope);
-            if args.sarif {
-                let locate = |f: &scan::Finding| {
-                    let (uri, text) = source.as_ref()?;
-                    Some(vac_analysis::sarif::manifest_line(uri, text, &f.tool))
-                };
-                let log = vac_analysis::sarif::static_sarif(&findings, &server, version, &locate);
-                println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
-            } else {
-                let predictions: Vec<Prediction> = findings.iter().map(Into::into).collect();
-                print_static(&predictions, &findings, None, args.json);
-            }
-            ExitCode::from(Exit::Clean)
-        };
     if !args.command.is_empty() {
         if args.import.is_some() {
             return usage(
                 "--import compares with dynamic verdicts: give a receipt directory".into(),
             );
         }
-        let started = typed(args.command)?;
-        let command = started.command.clone();
-        let target = command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut options =
-            ProbeOptions::new(Target::Stdio(command), PathBuf::new()).with_timeout(args.timeout);
-        started.add_to(&mut options.inputs);
-        let tools = runtime()?
-            .block_on(crate::probe::control_manifest(&options))
-            .context("cannot read the server's tools/list")?;
-        return Ok(manifest(vac_analysis::server_id(&target), &tools, None));
+        return static_of_command(&args, &scope);
     }
     let mut input = args
         .input
@@ -117,72 +81,7 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if input.is_dir() {
-        let analysis = match vac_analysis::load(&input, args.campaign.as_deref()) {
-            Ok(analysis) => analysis,
-            Err(error) if error.is_broken() => {
-                println!("{error}");
-                return Ok(Exit::Broken.into());
-            }
-            Err(error @ (AnalysisError::NotReceipts(_) | AnalysisError::Empty(_))) => {
-                return usage(error.to_string());
-            }
-            Err(error) => {
-                eprintln!("vac: {error}");
-                return Ok(Exit::CouldNotRun.into());
-            }
-        };
-        if args.contract.is_some() {
-            return usage("--contract: receipts are read under the contract they recorded".into());
-        }
-        let (predictions, comparison) = match &args.import {
-            None => (
-                analysis.findings.iter().map(Into::into).collect(),
-                analysis.comparison.clone(),
-            ),
-            Some(path) => {
-                let name = path.display().to_string();
-                let text = super::read_named(path, "findings")?;
-                match compare::import(&name, &text, &analysis.map) {
-                    Ok(predictions) => {
-                        let comparison = compare::compare(&analysis.map, &predictions, &name);
-                        (predictions, comparison)
-                    }
-                    Err(error) => return usage(error.to_string()),
-                }
-            }
-        };
-        if args.sarif {
-            if args.import.is_some() {
-                return usage("--sarif writes vac's own findings; drop --import".into());
-            }
-            let root = if input.is_relative() {
-                input.to_string_lossy().into_owned()
-            } else {
-                String::new()
-            };
-            let places = vac_analysis::sarif::manifest_locations(&analysis.rows, &root);
-            let locate = |f: &scan::Finding| {
-                places
-                    .iter()
-                    .find(|(server, _, _)| *server == f.server)
-                    .map(|(_, uri, line)| (uri.clone(), *line))
-            };
-            let log = vac_analysis::sarif::static_sarif(
-                &analysis.findings,
-                &analysis.map.campaign,
-                version,
-                &locate,
-            );
-            println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
-        } else {
-            print_static(
-                &predictions,
-                &analysis.findings,
-                Some(&comparison),
-                args.json,
-            );
-        }
-        return Ok(Exit::Clean.into());
+        return static_of_receipts(&input, &args);
     }
     if args.import.is_some() {
         return usage("--import compares with dynamic verdicts: give a receipt directory".into());
@@ -196,14 +95,157 @@ pub(crate) fn run_static(args: StaticArgs) -> anyhow::Result<ExitCode> {
         Ok(document) => document,
         Err(error) => return usage(format!("{name}: not JSON: {error}")),
     };
-    let tools = match scan::tools_of(&document) {
+    let tools = match vac_analysis::scan::tools_of(&document) {
         Ok(tools) => tools,
         Err(error) => return usage(format!("{name}: {error}")),
     };
     let server = input
         .file_stem()
         .map_or_else(|| name.clone(), |s| s.to_string_lossy().into_owned());
-    Ok(manifest(server, tools, Some((name, text.clone()))))
+    Ok(static_manifest(
+        &args,
+        &scope,
+        server,
+        tools,
+        Some((name, text.clone())),
+    ))
+}
+
+/// A usage error: said on stderr, exit 2.
+fn usage(message: String) -> anyhow::Result<ExitCode> {
+    eprintln!("vac: {message}");
+    Ok(Exit::Usage.into())
+}
+
+/// A manifest without receipts: findings only, as text, JSON or SARIF (located in the
+/// manifest's file when `source` gives its name and text).
+fn static_manifest(
+    args: &StaticArgs,
+    scope: &vac_analysis::scan::Scope,
+    server: String,
+    tools: &[serde_json::Value],
+    source: Option<(String, String)>,
+) -> ExitCode {
+    use vac_analysis::compare::Prediction;
+    use vac_analysis::scan;
+    let findings = scan::scan(&server, tools, scope);
+    if args.sarif {
+        let locate = |f: &scan::Finding| {
+            let (uri, text) = source.as_ref()?;
+            Some(vac_analysis::sarif::manifest_line(uri, text, &f.tool))
+        };
+        let log = vac_analysis::sarif::static_sarif(
+            &findings,
+            &server,
+            env!("CARGO_PKG_VERSION"),
+            &locate,
+        );
+        println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
+    } else {
+        let predictions: Vec<Prediction> = findings.iter().map(Into::into).collect();
+        print_static(&predictions, &findings, None, args.json);
+    }
+    ExitCode::from(Exit::Clean)
+}
+
+/// `vac static -- CMD ARGS…`: the server run once in the sandbox for its tools/list.
+fn static_of_command(
+    args: &StaticArgs,
+    scope: &vac_analysis::scan::Scope,
+) -> anyhow::Result<ExitCode> {
+    let started = typed(args.command.clone())?;
+    let command = started.command.clone();
+    let target = command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut options =
+        ProbeOptions::new(Target::Stdio(command), PathBuf::new()).with_timeout(args.timeout);
+    started.add_to(&mut options.inputs);
+    let tools = runtime()?
+        .block_on(crate::probe::control_manifest(&options))
+        .context("cannot read the server's tools/list")?;
+    Ok(static_manifest(
+        args,
+        scope,
+        vac_analysis::server_id(&target),
+        &tools,
+        None,
+    ))
+}
+
+/// `vac static RECEIPT-DIR`: the findings set against what the tools did (or against an
+/// imported scanner's findings with `--import`), or vac's findings as SARIF.
+fn static_of_receipts(input: &Path, args: &StaticArgs) -> anyhow::Result<ExitCode> {
+    use vac_analysis::compare;
+    use vac_analysis::scan;
+    let analysis = match vac_analysis::load(input, args.campaign.as_deref()) {
+        Ok(analysis) => analysis,
+        Err(error) if error.is_broken() => {
+            println!("{error}");
+            return Ok(Exit::Broken.into());
+        }
+        Err(error @ (AnalysisError::NotReceipts(_) | AnalysisError::Empty(_))) => {
+            return usage(error.to_string());
+        }
+        Err(error) => {
+            eprintln!("vac: {error}");
+            return Ok(Exit::CouldNotRun.into());
+        }
+    };
+    if args.contract.is_some() {
+        return usage("--contract: receipts are read under the contract they recorded".into());
+    }
+    let (predictions, comparison) = match &args.import {
+        None => (
+            analysis.findings.iter().map(Into::into).collect(),
+            analysis.comparison.clone(),
+        ),
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = super::read_named(path, "findings")?;
+            match compare::import(&name, &text, &analysis.map) {
+                Ok(predictions) => {
+                    let comparison = compare::compare(&analysis.map, &predictions, &name);
+                    (predictions, comparison)
+                }
+                Err(error) => return usage(error.to_string()),
+            }
+        }
+    };
+    if !args.sarif {
+        print_static(
+            &predictions,
+            &analysis.findings,
+            Some(&comparison),
+            args.json,
+        );
+        return Ok(Exit::Clean.into());
+    }
+    if args.import.is_some() {
+        return usage("--sarif writes vac's own findings; drop --import".into());
+    }
+    let root = if input.is_relative() {
+        input.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    };
+    let places = vac_analysis::sarif::manifest_locations(&analysis.rows, &root);
+    let locate = |f: &scan::Finding| {
+        places
+            .iter()
+            .find(|(server, _, _)| *server == f.server)
+            .map(|(_, uri, line)| (uri.clone(), *line))
+    };
+    let log = vac_analysis::sarif::static_sarif(
+        &analysis.findings,
+        &analysis.map.campaign,
+        env!("CARGO_PKG_VERSION"),
+        &locate,
+    );
+    println!("{}", serde_json::to_string_pretty(&log).unwrap_or_default());
+    Ok(Exit::Clean.into())
 }
 
 /// `vac static CAMPAIGN.toml` before the campaign ran: every target's tools/list from a
