@@ -3,7 +3,7 @@
 
     python3 study/campaign.py [--prefix /opt/vac-study] [--out study/campaign.toml]
                               [--include-needs-scripts] [--repetitions 1] [--jobs 2]
-                              [--sample N [--sample-seed TEXT]] [--ids]
+                              [--sample N [--sample-seed TEXT]] [--ids] [--receipts DIR]
 
 One [[target]] per catalogued server that is not excluded and installed (install.sh's
 outcome `installed`; `needs_install_scripts` ones only with --include-needs-scripts, tagged
@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--prefix", default=os.environ.get("VAC_STUDY_PREFIX", "/opt/vac-study"))
     ap.add_argument("--out", default=str(STUDY / "campaign.toml"))
     ap.add_argument("--name", default="study")
+    ap.add_argument("--receipts", help="the campaign's `out` (default runs/NAME; results/study uses receipts)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
@@ -71,7 +72,7 @@ def main():
         f"seed = {a.seed}",
         f"repetitions = {a.repetitions}",
         f"jobs = {a.jobs}",
-        f'out = {q("runs/" + a.name)}',
+        f'out = {q(a.receipts or "runs/" + a.name)}',
     ]
     n = 0
     skipped = {}
@@ -128,7 +129,11 @@ def main():
         if s.get("env"):
             lines.append(f"env = {q(s['env'])}")
         if s.get("plant"):
-            lines.append(f"plant = {q(s['plant'])}")
+            # SRC is relative to study/ in the catalogue, to the campaign file's directory here.
+            def moved(plant):
+                src, _, lab = plant.partition(":")
+                return os.path.relpath(STUDY / src, out.resolve().parent) + ":" + lab
+            lines.append(f"plant = {q([moved(p) for p in s['plant']])}")
         if s.get("arg_hints"):
             lines.append(f"args = {q(s['arg_hints'])}")
         lines.append(f"tags = {q(tags)}")

@@ -13,6 +13,10 @@
 #         --require-hashes. uv (installed from PyPI, as a wheel, into $PREFIX/tools/uv) does
 #         the resolving and installing; without it pip does (no hashes then).
 #
+# The catalogue (from overrides.toml) may set per server `extras` (the server is an optional
+# extra of its package: `pkg[mcp]`) and `as_of_release` (its lock is resolved with the
+# dependencies as they stood a day after its release: uv --exclude-newer, npm --before).
+#
 # Resumable: a server whose done-marker ($PREFIX/<registry>/<id>/.vac-study-done, written
 # last) names its package and version is skipped; a failed one is retried on every run.
 # Each server's outcome goes to $PREFIX/state/<id>.tsv, all of them to $PREFIX/status.tsv
@@ -116,16 +120,22 @@ first_error() { # the line of a log that says why
     printf '%s' "$l" | sed 's/^[[:space:]]*//;s/^cause: //;s/^npm error //' | cut -c1-300
 }
 
+# A key of this server's catalogue entry: a list joined by commas, true as "yes", else as is.
+catalogue_value() {
+    "$PY" -c 'import sys, tomllib
+cat = tomllib.load(open(sys.argv[1], "rb"))
+v = next((s.get(sys.argv[3]) for s in cat["server"] if s["id"] == sys.argv[2]), None)
+print("" if v in (None, False) else "yes" if v is True else ",".join(v) if isinstance(v, list) else v)' \
+        "$STUDY/catalogue.toml" "$ID" "$1"
+}
+
 # A server the catalogue marks `as_of_release` (overrides.toml: its code imports what a later
 # major version of a dependency removed) has its lock resolved with every dependency as it
 # stood one day after its version was published (uv --exclude-newer, npm --before): as its
 # author ran it. Prints that cutoff (ISO 8601), or nothing for every other server.
 release_cutoff() {
     local flag published
-    flag=$("$PY" -c 'import sys, tomllib
-cat = tomllib.load(open(sys.argv[1], "rb"))
-print("yes" if any(s["id"] == sys.argv[2] and s.get("as_of_release") for s in cat["server"]) else "")' \
-        "$STUDY/catalogue.toml" "$ID")
+    flag=$(catalogue_value as_of_release)
     [ -n "$flag" ] || return 0
     if [ "$REG" = npm ]; then
         published=$(npm view "$PKG@$VER" time --json 2>/dev/null \
@@ -195,7 +205,8 @@ uv_attempt() { # dir lock python logf
     "$UV" venv --quiet --python "$py" "$dir" >>"$logf" 2>&1 || return 1
     if [ ! -f "$lock" ]; then
         use=$dir/.lock.txt
-        echo "$PKG==$VER" | timeout "$TIMEOUT" "$UV" pip compile --quiet --python "$dir/bin/python" \
+        # `extras` (overrides.toml): a server that is an optional extra of its package.
+        echo "$PKG${EXTRAS:+[$EXTRAS]}==$VER" | timeout "$TIMEOUT" "$UV" pip compile --quiet --python "$dir/bin/python" \
             ${CUTOFF:+--exclude-newer "$CUTOFF"} --only-binary :all: --generate-hashes --no-header \
             --output-file "$use" - >>"$logf" 2>&1; rc=$?
         [ "$rc" = 0 ] || return "$rc"
@@ -213,7 +224,7 @@ install_pypi() {
     : >"$logf"
     if [ -x "$UV" ]; then
         local want="" py tried=""
-        CUTOFF=""
+        CUTOFF="" EXTRAS=$(catalogue_value extras)
         if [ ! -f "$lock" ]; then
             CUTOFF=$(release_cutoff) || { write_state failed error "no publication time for as_of_release"; return 1; }
         fi
