@@ -48,14 +48,33 @@ pub fn html(map: &Map, comparison: Option<&Comparison>) -> String {
             if key == "server" { "text" } else { "number" }
         ));
     }
+    // The overview's other axis: confirmed cells per clause.
+    for clause in &map.clauses {
+        h.push_str(&format!(
+            "<th data-key=\"confirmed:{0}\" data-type=\"number\" tabindex=\"0\" \
+             title=\"confirmed cells of {0}\">{0}</th>",
+            esc(clause)
+        ));
+    }
     h.push_str("</tr></thead>\n<tbody>\n");
+    let mut all = vec![0u64; map.clauses.len()];
     for s in &map.servers {
         h.push_str(&format!("<tr data-server=\"{}\">", esc(&s.id)));
-        summary_cells(&mut h, &esc(&s.id), &s.summary);
+        summary_cells(
+            &mut h,
+            &format!("<a href=\"#{}\">{}</a>", anchor(&s.id), esc(&s.id)),
+            &s.summary,
+        );
+        let counts = confirmed_by_clause(map, s);
+        for (n, sum) in counts.iter().zip(all.iter_mut()) {
+            *sum += n;
+        }
+        clause_cells(&mut h, map, &counts);
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n<tfoot><tr id=\"totals\">");
     summary_cells(&mut h, "all servers", &totals);
+    clause_cells(&mut h, map, &all);
     h.push_str("</tr></tfoot>\n</table>\n");
 
     // Filter.
@@ -225,6 +244,48 @@ fn summary_cells(h: &mut String, name: &str, s: &Summary) {
     }
 }
 
+/// Confirmed cells of one server, per clause of the map, in its order.
+fn confirmed_by_clause(map: &Map, s: &ServerMap) -> Vec<u64> {
+    map.clauses
+        .iter()
+        .map(|clause| {
+            s.tools
+                .iter()
+                .flat_map(|t| &t.cells)
+                .filter(|c| c.verdict == "confirmed" && c.clause == *clause)
+                .count() as u64
+        })
+        .collect()
+}
+
+fn clause_cells(h: &mut String, map: &Map, counts: &[u64]) {
+    for (clause, n) in map.clauses.iter().zip(counts) {
+        h.push_str(&format!(
+            "<td data-clause=\"{}\"{}>{n}</td>",
+            esc(clause),
+            if *n > 0 { " class=\"some\"" } else { "" }
+        ));
+    }
+}
+
+/// A server's section id: its id with every character outside `A-Za-z0-9_-` as `-`.
+fn anchor(id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("s-{safe}")
+}
+
+/// Above this many servers a map opens on its overview: each server's grid is folded.
+const UNFOLDED_SERVERS: usize = 30;
+
 fn legend(h: &mut String) {
     h.push_str("<p class=\"legend\">");
     for (v, text) in [
@@ -255,7 +316,8 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
     let width = LABEL + CELL * map.clauses.len() as u32 + HEADER;
     let height = HEADER + CELL * s.tools.len() as u32 + 4;
     h.push_str(&format!(
-        "<section class=\"server\" data-server=\"{}\">\n<h3>{}</h3>\n",
+        "<section class=\"server\" id=\"{}\" data-server=\"{}\">\n<h3>{}</h3>\n",
+        anchor(&s.id),
         esc(&s.id),
         esc(&s.id)
     ));
@@ -283,6 +345,16 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
         h.push_str("</section>\n");
         return;
     }
+    h.push_str(&format!(
+        "<details class=\"grid\"{}><summary>{} tools · {} confirmed</summary>\n",
+        if map.servers.len() <= UNFOLDED_SERVERS {
+            " open"
+        } else {
+            ""
+        },
+        s.summary.tools,
+        s.summary.confirmed
+    ));
     h.push_str(&format!(
         "<svg class=\"heatmap\" role=\"img\" aria-label=\"verdicts of {}\" width=\"{width}\" \
          height=\"{height}\" viewBox=\"0 0 {width} {height}\" data-header=\"{HEADER}\" \
@@ -357,7 +429,7 @@ fn server_map<'a>(h: &mut String, map: &Map, s: &'a ServerMap, evidence: &mut Ve
         }
         h.push_str("</g>\n");
     }
-    h.push_str("</svg>\n");
+    h.push_str("</svg>\n</details>\n");
     profile(h, s);
     h.push_str("</section>\n");
 }
@@ -549,7 +621,7 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.4em;ma
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 td:first-child,th:first-child{text-align:left}th{cursor:pointer;background:#f0f0f0;user-select:none}
 th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
-tfoot td{font-weight:bold}
+tfoot td{font-weight:bold}td.some{background:#ffebee}details.grid>summary{cursor:pointer;color:#555}
 .legend .key{margin-right:1em;white-space:nowrap}.legend svg{vertical-align:middle}
 svg text{font-size:13px;text-anchor:middle;pointer-events:none}
 svg .label{text-anchor:end}svg .col{text-anchor:start;font-size:12px}svg .calls{fill:#666;font-size:11px}
