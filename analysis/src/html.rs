@@ -487,14 +487,16 @@ fn profile(h: &mut String, s: &ServerMap) {
 fn evidence_block(h: &mut String, id: &str, s: &ServerMap, t: &ToolMap, c: &MapCell) {
     h.push_str(&format!(
         "<details class=\"evidence\" id=\"{id}\" data-server=\"{}\" data-tool=\"{}\" \
-         data-clause=\"{}\" data-severity=\"{}\">\n<summary><span class=\"sev sev-{}\">{}</span> \
-         <b>{}</b> × <b>{}</b> on {} — {}</summary>\n",
+         data-clause=\"{}\" data-severity=\"{}\" data-touched=\"{}\">\n<summary><span class=\"sev sev-{}\">{}</span> \
+         <span class=\"k\">{}</span> <b>{}</b> × <b>{}</b> on {} — {}</summary>\n",
         esc(&s.id),
         esc(&t.name),
         esc(&c.clause),
         c.severity.name,
+        c.touched.map_or("", |t| t.name()),
         c.severity.name,
         c.severity.name,
+        c.touched.map_or(String::new(), |t| format!("touched {}", t.name())),
         esc(&t.name),
         esc(&c.clause),
         esc(&s.id),

@@ -6,6 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use vac_contracts::EffectClass;
+use vac_contracts::touched::{self, Touched};
 use vac_receipts::Json;
 
 use crate::rows::{NotAudited, Probe, Rows, Shared, VerdictRow};
@@ -105,6 +107,9 @@ pub struct MapCell {
     pub reason: Shared,
     /// The verdict records behind the cell, in probe order.
     pub records: Vec<CellRecord>,
+    /// What a confirmed cell's effects touched, the most serious (its confirmed records'
+    /// evidence); `None` for every other cell.
+    pub touched: Option<Touched>,
 }
 
 #[derive(Clone, Debug)]
@@ -138,6 +143,8 @@ pub struct Summary {
     pub unstable: u64,
     /// Probes (repetitions) that could not be audited.
     pub not_audited: u64,
+    /// Confirmed cells by what they touched, in [`Touched::ALL`] order.
+    pub touched: [u64; 7],
 }
 
 impl Map {
@@ -165,6 +172,9 @@ impl Map {
             total.no_successful_call += s.no_successful_call;
             total.unstable += s.unstable;
             total.not_audited += s.not_audited;
+            for (sum, n) in total.touched.iter_mut().zip(s.touched) {
+                *sum += n;
+            }
         }
         total
     }
@@ -291,7 +301,12 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                     }
                     for c in &cells {
                         match c.verdict {
-                            "confirmed" => summary.confirmed += 1,
+                            "confirmed" => {
+                                summary.confirmed += 1;
+                                if let Some(t) = c.touched {
+                                    summary.touched[t as usize] += 1;
+                                }
+                            }
                             "refuted" => summary.refuted += 1,
                             "skipped" => summary.skipped += 1,
                             "errored" => summary.errored += 1,
@@ -424,7 +439,16 @@ fn cell(clause: &str, records: &[&VerdictRow]) -> MapCell {
         .find(|r| r.verdict == verdict)
         .map(|r| r.reason.clone())
         .unwrap_or_default();
-    let records = records.iter().map(|r| CellRecord::of(r)).collect();
+    let records: Vec<CellRecord> = records.iter().map(|r| CellRecord::of(r)).collect();
+    let touched = (verdict == "confirmed")
+        .then(|| {
+            records
+                .iter()
+                .filter(|r| r.verdict == "confirmed")
+                .filter_map(|r| touched_by(&r.evidence))
+                .min()
+        })
+        .flatten();
     MapCell {
         clause: clause.to_string(),
         verdict,
@@ -433,7 +457,24 @@ fn cell(clause: &str, records: &[&VerdictRow]) -> MapCell {
         severity: severity::of(clause, verdict),
         reason,
         records,
+        touched,
     }
+}
+
+/// The effects a verdict's evidence lists, by class and path, as [`Touched`].
+fn touched_by(evidence: &Json) -> Option<Touched> {
+    #[derive(serde::Deserialize)]
+    struct Effect {
+        class: EffectClass,
+        path: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Evidence {
+        #[serde(default)]
+        effects: Vec<Effect>,
+    }
+    let evidence: Evidence = evidence.parse().ok()?;
+    touched::of_effects(evidence.effects.iter().map(|e| (e.class, e.path.as_str())))
 }
 
 impl Summary {
@@ -477,6 +518,9 @@ impl Summary {
             "no_successful_call": self.no_successful_call,
             "unstable": self.unstable,
             "not_audited": self.not_audited,
+            "confirmed_touched": Touched::ALL.iter().zip(self.touched)
+                .map(|(t, n)| (t.name().to_string(), json!(n)))
+                .collect::<serde_json::Map<_, _>>(),
         })
     }
 }
@@ -506,7 +550,7 @@ pub fn to_json(map: &Map) -> Value {
                 "name": t.name,
                 "calls": t.calls,
                 "succeeded": t.succeeded,
-                "cells": t.cells.iter().map(|c| json!({
+                "cells": t.cells.iter().map(|c| { let mut cell = json!({
                     "clause": c.clause,
                     "verdict": c.verdict,
                     "severity": c.severity.name,
@@ -529,7 +573,12 @@ pub fn to_json(map: &Map) -> Value {
                         }
                         record
                     }).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
+                });
+                if let Some(touched) = c.touched {
+                    cell["touched"] = touched.name().into();
+                }
+                cell
+                }).collect::<Vec<_>>(),
                 });
                 // Only where recorded: maps of older receipts keep their bytes.
                 if let Some(profile) = &t.profile {

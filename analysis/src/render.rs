@@ -5,6 +5,7 @@ use crate::marks::{spoken, symbol};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use vac_contracts::touched::Touched;
 
 use crate::Analysis;
 use crate::compare::Comparison;
@@ -247,7 +248,17 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
     for s in &map.servers {
         md.push_str(&row(&md_escape(&s.id), &s.summary));
     }
-    md.push_str(&row("**all**", &map.totals()));
+    let totals = map.totals();
+    md.push_str(&row("**all**", &totals));
+    if totals.confirmed > 0 {
+        md.push_str(
+            "\nConfirmed cells by what they touched (the most serious of each cell's effects):\n\n",
+        );
+        md.push_str("| touched | confirmed cells |\n|---|---:|\n");
+        for (t, n) in Touched::ALL.iter().zip(totals.touched) {
+            md.push_str(&format!("| {} | {n} |\n", t.name()));
+        }
+    }
     for s in &map.servers {
         md.push_str(&format!("\n## {}\n\n", md_escape(&s.id)));
         if let Some(name) = &s.name {
@@ -298,10 +309,13 @@ pub fn markdown(map: &Map, comparison: Option<&Comparison>) -> String {
             for (t, c) in confirmed {
                 let r = c.records.iter().find(|r| r.verdict == "confirmed");
                 md.push_str(&format!(
-                    "- **{} × {}** ({}): {}{}\n",
+                    "- **{} × {}** ({}{}): {}{}\n",
                     md_escape(&t.name),
                     c.clause,
                     c.severity.name,
+                    c.touched
+                        .map(|t| format!(", touched {}", t.name()))
+                        .unwrap_or_default(),
                     md_escape(&c.reason),
                     r.map(|r| format!(
                         " — receipt seq {} `{}`",

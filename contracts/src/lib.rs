@@ -34,6 +34,7 @@ mod places;
 mod reason;
 mod service;
 mod tool;
+pub mod touched;
 mod verdict;
 
 pub use answer::Answer;
