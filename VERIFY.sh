@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # VERIFY.sh: re-derive every published result from its receipts (SPEC §3.10).
 #
-#   ./VERIFY.sh [--quick] [--rerun] [RESULTS_DIR]
+#   ./VERIFY.sh [--quick] [--rerun [--sample N] [--sample-seed SEED]] [RESULTS_DIR]
 #
 # For every published campaign under RESULTS_DIR (default: results/), a directory holding
 # campaign.toml, receipts/ (the campaign's receipt directory), map/ (what `vac report --out`
@@ -14,7 +14,8 @@
 #      every file byte for byte, naming the first differing line (or byte);
 #   4. with --rerun: run the campaign again and compare the verdict grids (not bytes: nonces
 #      and timestamps differ), naming cells that changed and cells unstable across
-#      repetitions.
+#      repetitions. With --sample N, only N of its targets, drawn by sha256 of
+#      "SEED:<target id>" (--sample-seed SEED, default the date): a study's rerun in minutes.
 # One line per check, then a summary; exits 1 on any mismatch.
 #
 # --quick skips the build when VAC names a vac binary (VAC=target/debug/vac ./VERIFY.sh
@@ -24,16 +25,28 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 quick=0
 rerun=0
+sample=0
+sample_seed=$(date -u +%Y-%m-%d)
 results=
-for arg in "$@"; do
+while [ $# -gt 0 ]; do
+  arg=$1
+  shift
   case "$arg" in
     --quick) quick=1 ;;
     --rerun) rerun=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --sample)
+      sample=${1:-}; shift
+      case "$sample" in ''|*[!0-9]*) echo "VERIFY.sh: --sample needs a number" >&2; exit 2 ;; esac ;;
+    --sample-seed) sample_seed=${1:-}; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "VERIFY.sh: unknown option $arg" >&2; exit 2 ;;
     *) results=$arg ;;
   esac
 done
+if [ "$sample" != 0 ] && [ "$rerun" = 0 ]; then
+  echo "VERIFY.sh: --sample is for --rerun" >&2
+  exit 2
+fi
 results=${results:-$here/results}
 if [ ! -d "$results" ]; then
   echo "VERIFY.sh: $results: no such directory" >&2
@@ -146,12 +159,32 @@ for dir in "$results"/*/; do
   # 4. Run it again: the same verdicts, cell for cell.
   if [ "$rerun" = 1 ]; then
     again=$work/$name-rerun
-    (cd "$parent" && "$vac" campaign run "$base/$name/campaign.toml" --out "$again" --quiet) > /dev/null 2> "$work/err"
-    case $? in
+    file=$base/$name/campaign.toml
+    compare=()
+    if [ "$sample" != 0 ]; then
+      # The drawn targets' tables, beside the published file so that its relative paths hold.
+      file=$base/$name/.verify-sample.toml
+      chosen=$(sed -n 's/^id = "\(.*\)"$/\1/p' "$dir/campaign.toml" | while read -r id; do
+        printf '%s %s\n' "$(printf '%s:%s' "$sample_seed" "$id" | sha256sum | cut -c1-64)" "$id"
+      done | sort | head -n "$sample" | cut -d' ' -f2 | tr '\n' ' ')
+      awk -v keep=" $chosen" '
+        /^\[\[target\]\]/ { if (in_target) flush(); in_target = 1; block = $0 "\n"; next }
+        in_target && /^\[/ { flush(); in_target = 0 }
+        in_target { block = block $0 "\n"; if ($0 ~ /^id = /) { id = $0; sub(/^id = "/, "", id); sub(/"$/, "", id) }; next }
+        { print }
+        function flush() { if (index(keep, " " id " ")) printf "%s", block; block = ""; id = "" }
+        END { if (in_target) flush() }' "$dir/campaign.toml" > "$parent/$file"
+      compare=(--sample)
+      echo "     rerunning $sample of $name's targets (seed $sample_seed): $chosen"
+    fi
+    (cd "$parent" && "$vac" campaign run "$file" --out "$again" --quiet) > /dev/null 2> "$work/err"
+    rc=$?
+    [ "$sample" = 0 ] || rm -f "$parent/$file"
+    case $rc in
       0|1|5) ;;
       *) fail "rerun of $name: $(tail -n 3 "$work/err")"; continue ;;
     esac
-    if out=$("$vac" campaign compare "$dir/receipts" "$again" 2>&1); then
+    if out=$("$vac" campaign compare "${compare[@]}" "$dir/receipts" "$again" 2>&1); then
       pass "rerun of $name: $(echo "$out" | head -n 1 | sed 's|^.*: ||')"
       echo "$out" | grep '^UNSTABLE' | sed 's/^/     /'
     else

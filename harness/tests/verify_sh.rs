@@ -1,4 +1,4 @@
-//! VERIFY.sh over the published results (`results/`): it passes on them as committed, and
+//! VERIFY.sh over the published results (`results/thirdparty`): it passes on them as committed, and
 //! one flipped byte in any kind of published file — a probe's receipts, a blob, the
 //! campaign chain, the campaign file, a report (HTML, Parquet, SARIF) — makes it fail,
 //! naming what changed.
@@ -54,10 +54,12 @@ fn flip(file: &Path) {
 
 #[test]
 fn verify_sh_passes_on_the_published_results_and_names_any_flipped_byte() {
-    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    // The thirdparty campaign alone: the study's receipts are verified by VERIFY.sh itself
+    // in CI, once; each flip here runs the whole script again.
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/thirdparty");
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
-    copy(&published, &results);
+    copy(&published, &results.join("thirdparty"));
     let (ok, text) = verify(&results);
     assert!(ok, "VERIFY.sh fails on the published results:\n{text}");
     assert!(
@@ -114,4 +116,39 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+#[test]
+fn verify_sh_reruns_a_drawn_sample_of_targets_and_compares_only_their_grids() {
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/thirdparty");
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    copy(&published, &results.join("thirdparty"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../VERIFY.sh");
+    // Seed "e" draws the dishonest twin first (sha256 of "e:<id>"): a fixture, with
+    // confirmed cells to agree on.
+    let output = Command::new("bash")
+        .arg(script)
+        .args(["--quick", "--rerun", "--sample", "1", "--sample-seed", "e"])
+        .arg(&results)
+        .env("VAC", common::VAC)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("rerunning 1 of thirdparty's targets (seed e): dishonest"),
+        "{text}"
+    );
+    let rerun = text
+        .lines()
+        .find(|l| l.starts_with("PASS rerun of thirdparty"))
+        .unwrap_or_else(|| panic!("no rerun line:\n{text}"));
+    // Only the drawn server's cells are compared: the others are not reported missing.
+    assert!(rerun.contains(" 0 changed"), "{rerun}");
+    assert!(
+        !results.join("thirdparty/.verify-sample.toml").exists(),
+        "the sample's campaign file is left behind"
+    );
 }

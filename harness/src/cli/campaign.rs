@@ -51,6 +51,10 @@ pub(crate) enum CampaignCommand {
 pub(crate) struct CampaignCompareArgs {
     first: PathBuf,
     second: PathBuf,
+    /// The second ran some of the first's targets (a sampled rerun): compare only the
+    /// servers it holds.
+    #[arg(long)]
+    sample: bool,
 }
 
 #[derive(Args)]
@@ -120,6 +124,7 @@ pub(crate) struct CampaignMergeArgs {
 pub(crate) fn compare_grids(
     first: &std::path::Path,
     second: &std::path::Path,
+    sample: bool,
 ) -> anyhow::Result<ExitCode> {
     let load = |dir: &std::path::Path| match vac_analysis::load(dir, None) {
         Ok(analysis) => Ok(analysis),
@@ -132,10 +137,15 @@ pub(crate) fn compare_grids(
             Err(Exit::Usage)
         }
     };
-    let (a, b) = match (load(first), load(second)) {
+    let (mut a, b) = match (load(first), load(second)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(exit), _) | (_, Err(exit)) => return Ok(exit.into()),
     };
+    if sample {
+        a.map
+            .servers
+            .retain(|s| b.map.servers.iter().any(|t| t.id == s.id));
+    }
     let diff = vac_analysis::map::compare_grids(&a.map, &b.map);
     println!(
         "{} vs {}: {} cells, {} changed, {} unstable across repetitions",
@@ -219,7 +229,9 @@ pub(crate) fn run_campaign(command: CampaignCommand) -> anyhow::Result<ExitCode>
             runtime()?.block_on(crate::campaign::resume(&args.dir, progress(args.quiet)))
         }
         CampaignCommand::Merge(args) => crate::campaign::merge(&args.out, &args.shards),
-        CampaignCommand::Compare(args) => return compare_grids(&args.first, &args.second),
+        CampaignCommand::Compare(args) => {
+            return compare_grids(&args.first, &args.second, args.sample);
+        }
         CampaignCommand::Recorded(args) => {
             return Ok(match crate::campaign::recorded_text(&args.dir) {
                 Ok(text) => {
