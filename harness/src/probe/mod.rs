@@ -223,37 +223,9 @@ pub enum ProbeError {
 /// and the log sealed. The report is that grading, with the sealed chain's verified head:
 /// what `vac report` gives from the sealed receipts.
 pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
-    // A bad contract is reported before anything runs.
-    let document = match &options.contract {
-        Some(source) => Some(checked(ContractDocument::parse(
-            &source.name,
-            &source.text,
-        )?)?),
-        None => None,
-    };
-    // So are bad plants: they are read before anything is recorded.
-    let planted_files = inputs::read_plants(&options.inputs.plants)?;
+    let (document, options, planted) = prepare(options)?;
     let target = options.target.describe();
-    let nonce = nonce()?;
-    let mut options = options;
-    options.client.sampling_reply = Some(plants::sampling_reply(&plants::sampling_token(&nonce)));
-    options.client.sampling_latency = plants::SAMPLING_LATENCY;
-    let mut planted = plants::plant(&nonce, &lab_home(&options));
-    for file in planted_files {
-        planted.lab = planted
-            .lab
-            .plant_with_mode(file.path, file.bytes, file.mode);
-    }
-    // A server that takes its roots from the client, in the sandbox, is given the lab's
-    // work directory; a remote server is not in the lab, and is given none.
-    if options.target.command().is_some() {
-        options.client.roots = vec![planted.record.work.display().to_string()];
-    }
-    let config = json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
-        "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
-        "isolation": options.isolation.as_str(),
-        "contract": options.contract.as_ref().map_or(options.derivation.record_name(), |c| &c.name),
-        "client": options.client, "limits": options.limits, "inputs": options.inputs});
+    let config = probe_config(&options, &target);
     let dir = options.out_dir.as_path();
     let receipts = |source| ProbeError::Receipts {
         dir: dir.to_path_buf(),
@@ -307,19 +279,13 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
     };
 
     // Pre-registration: the contract's bytes go into the receipts before the first call.
-    let lab_paths = planted.record.lab_paths();
-    let (contract, name, text) = match (&document, &options.contract) {
-        (Some(document), Some(source)) => (
-            document.resolve(&decls, &lab_paths)?,
-            source.name.clone(),
-            source.text.clone(),
-        ),
-        _ => {
-            let (derived, text) = options.derive(&decls, &lab_paths, &control_listed);
-            (derived, options.derivation.record_name().to_string(), text)
-        }
-    };
-    contract.compile()?;
+    let (contract, name, text) = contract_of(
+        &options,
+        document.as_ref(),
+        &decls,
+        &planted.record.lab_paths(),
+        &control_listed,
+    )?;
     let contract_hash = recorder.contract(&name, &text).map_err(receipts)?;
     let plan = plan_probe(
         &options,
@@ -409,7 +375,87 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             record(Some(&planned), &output)?;
         }
     }
-    // One grading path: the verdicts come from the receipts as written, never from memory.
+    grade_and_seal(dir, recorder)
+}
+
+/// Checks what can be checked before anything runs — the contract document, the plants —
+/// and lays out the lab: its planted files, the sampling reply that carries this probe's
+/// token, the roots a server in the sandbox is given.
+fn prepare(
+    mut options: ProbeOptions,
+) -> Result<(Option<ContractDocument>, ProbeOptions, plants::Planted), ProbeError> {
+    // A bad contract is reported before anything runs.
+    let document = match &options.contract {
+        Some(source) => Some(checked(ContractDocument::parse(
+            &source.name,
+            &source.text,
+        )?)?),
+        None => None,
+    };
+    // So are bad plants: they are read before anything is recorded.
+    let planted_files = inputs::read_plants(&options.inputs.plants)?;
+    let nonce = nonce()?;
+    options.client.sampling_reply = Some(plants::sampling_reply(&plants::sampling_token(&nonce)));
+    options.client.sampling_latency = plants::SAMPLING_LATENCY;
+    let mut planted = plants::plant(&nonce, &lab_home(&options));
+    for file in planted_files {
+        planted.lab = planted
+            .lab
+            .plant_with_mode(file.path, file.bytes, file.mode);
+    }
+    // A server that takes its roots from the client, in the sandbox, is given the lab's
+    // work directory; a remote server is not in the lab, and is given none.
+    if options.target.command().is_some() {
+        options.client.roots = vec![planted.record.work.display().to_string()];
+    }
+    Ok((document, options, planted))
+}
+
+/// The probe's configuration as its first record holds it.
+fn probe_config(options: &ProbeOptions, target: &str) -> serde_json::Value {
+    json!({"target": target, "seed": options.seed, "max_calls_per_tool": options.max_calls_per_tool, "jobs": options.jobs, "max_tools": options.max_tools, "max_calls": options.max_calls,
+        "quiet": {"settle_ms": options.quiet.settle.as_millis() as u64, "max_ms": options.quiet.max.as_millis() as u64},
+        "isolation": options.isolation.as_str(),
+        "contract": options.contract.as_ref().map_or(options.derivation.record_name(), |c| &c.name),
+        "client": options.client, "limits": options.limits, "inputs": options.inputs})
+}
+
+/// The contract the probe grades against, compiled, with the name and text recorded before
+/// the first call: the document resolved against the listed tools, or the one derived from
+/// them.
+fn contract_of(
+    options: &ProbeOptions,
+    document: Option<&ContractDocument>,
+    decls: &[ToolDecl],
+    lab_paths: &LabPaths,
+    control_listed: &RunOutput,
+) -> Result<(vac_contracts::Contract, String, String), ProbeError> {
+    let (contract, name, text) = match (document, &options.contract) {
+        (Some(document), Some(source)) => (
+            document.resolve(decls, lab_paths)?,
+            source.name.clone(),
+            source.text.clone(),
+        ),
+        _ => {
+            let (derived, text) = options.derive(decls, lab_paths, control_listed);
+            (derived, options.derivation.record_name().to_string(), text)
+        }
+    };
+    contract.compile()?;
+    Ok((contract, name, text))
+}
+
+/// One grading path: the verdicts come from the receipts as written, never from memory;
+/// they and the behaviour profile are recorded and the log sealed. The report is that
+/// grading, as `vac report` gives it, with the sealed chain's verified head.
+fn grade_and_seal(
+    dir: &std::path::Path,
+    mut recorder: Recorder,
+) -> Result<ProbeReport, ProbeError> {
+    let receipts = |source| ProbeError::Receipts {
+        dir: dir.to_path_buf(),
+        source,
+    };
     // The records read for grading are dropped once graded.
     let mut graded = {
         let recorded = replay::read(dir)?;
@@ -425,9 +471,9 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         graded
     };
     recorder.seal().map_err(receipts)?;
-    // The report is that grading, as `vac report` gives it: what the seal added after it
-    // (the verdict and profile records made from it, the seal) is nothing grading reads.
-    // Its head is the sealed chain's, verified from the directory.
+    // What the seal added after the grading (the verdict and profile records made from it,
+    // the seal) is nothing grading reads. Its head is the sealed chain's, verified from the
+    // directory.
     graded.head = replay::verified_head(dir)?;
     Ok(graded)
 }
