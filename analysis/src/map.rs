@@ -215,33 +215,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
         entry.1 += u64::from(c.status == "ok");
     }
 
-    // Behaviour profiles per (server, tool), and the servers with a probe that recorded one.
-    let mut profiled: HashSet<&str> = HashSet::new();
-    let mut profiles: HashMap<(&str, &str), Vec<Seen>> = HashMap::new();
-    for p in &rows.profile {
-        let server = server_of(&p.probe);
-        profiled.insert(server);
-        let lines = profiles.entry((server, p.tool.as_str())).or_default();
-        if p.kind == NOTHING_SEEN {
-            continue;
-        }
-        let at = match lines.iter().position(|l| l.kind == p.kind) {
-            Some(at) => at,
-            None => {
-                lines.push(Seen {
-                    kind: p.kind.clone(),
-                    targets: Vec::new(),
-                    distinct: 0,
-                });
-                lines.len() - 1
-            }
-        };
-        let line = &mut lines[at];
-        if !line.targets.contains(&p.target) {
-            line.targets.push(p.target.clone());
-        }
-        line.distinct = line.distinct.max(p.distinct).max(line.targets.len() as u64);
-    }
+    let (profiled, profiles) = profiles_of(rows, &server_of);
 
     let mut servers: Vec<ServerMap> = order
         .iter()
@@ -286,36 +260,7 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
                         };
                         (most(|r| r.calls), most(|r| r.succeeded))
                     });
-                    let has = |v: &str| cells.iter().any(|c| c.verdict == v);
-                    // The server row's cells count; the row is not one of the tools.
-                    if !vac_contracts::is_server_row(tool) {
-                        summary.tools += 1;
-                        // A tool none of whose calls succeeded kept nothing it was tested
-                        // on, whatever its manifest-only cells say.
-                        if ok > 0 && has("refuted") && !has("confirmed") && !has("errored") {
-                            summary.kept += 1;
-                        }
-                        if ok == 0 {
-                            summary.no_successful_call += 1;
-                        }
-                    }
-                    for c in &cells {
-                        match c.verdict {
-                            "confirmed" => {
-                                summary.confirmed += 1;
-                                if let Some(t) = c.touched {
-                                    summary.touched[t as usize] += 1;
-                                }
-                            }
-                            "refuted" => summary.refuted += 1,
-                            "skipped" => summary.skipped += 1,
-                            "errored" => summary.errored += 1,
-                            _ => summary.not_graded += 1,
-                        }
-                        if !c.stable {
-                            summary.unstable += 1;
-                        }
-                    }
+                    summary.count_tool(tool, ok, &cells);
                     ToolMap {
                         name: tool.to_string(),
                         calls: n,
@@ -341,8 +286,17 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
             }
         })
         .collect();
-    // Targets no probe of which was audited: listed after the rest, in the campaign's
-    // order, so that the map accounts for every target (once, whatever its repetitions).
+    add_not_audited(rows, &mut servers);
+    Map {
+        campaign: campaign.to_string(),
+        clauses: clauses.iter().map(|c| c.to_string()).collect(),
+        servers,
+    }
+}
+
+/// Targets no probe of which was audited: listed after the rest, in the campaign's order, so
+/// that the map accounts for every target (once, whatever its repetitions).
+fn add_not_audited(rows: &Rows, servers: &mut Vec<ServerMap>) {
     for failed in &rows.not_audited {
         if servers.iter().any(|s| s.id == failed.target) {
             continue;
@@ -363,11 +317,42 @@ pub fn build(rows: &Rows, campaign: &str) -> Map {
             not_audited,
         });
     }
-    Map {
-        campaign: campaign.to_string(),
-        clauses: clauses.iter().map(|c| c.to_string()).collect(),
-        servers,
+}
+
+/// What each tool did, per (server, tool) — one line per kind of effect with its targets —
+/// and the servers with a probe that recorded a profile.
+#[allow(clippy::type_complexity)]
+fn profiles_of<'a>(
+    rows: &'a Rows,
+    server_of: &dyn Fn(&str) -> &'a str,
+) -> (HashSet<&'a str>, HashMap<(&'a str, &'a str), Vec<Seen>>) {
+    let mut profiled: HashSet<&str> = HashSet::new();
+    let mut profiles: HashMap<(&str, &str), Vec<Seen>> = HashMap::new();
+    for p in &rows.profile {
+        let server = server_of(&p.probe);
+        profiled.insert(server);
+        let lines = profiles.entry((server, p.tool.as_str())).or_default();
+        if p.kind == NOTHING_SEEN {
+            continue;
+        }
+        let at = match lines.iter().position(|l| l.kind == p.kind) {
+            Some(at) => at,
+            None => {
+                lines.push(Seen {
+                    kind: p.kind.clone(),
+                    targets: Vec::new(),
+                    distinct: 0,
+                });
+                lines.len() - 1
+            }
+        };
+        let line = &mut lines[at];
+        if !line.targets.contains(&p.target) {
+            line.targets.push(p.target.clone());
+        }
+        line.distinct = line.distinct.max(p.distinct).max(line.targets.len() as u64);
     }
+    (profiled, profiles)
 }
 
 /// The probes of `server` the campaign log says could not be audited.
@@ -478,6 +463,40 @@ fn touched_by(evidence: &Json) -> Option<Touched> {
 }
 
 impl Summary {
+    /// Counts one row of a server: `ok` of its calls succeeded, its `cells` in clause order.
+    /// The server row's cells count; the row is not one of the tools.
+    fn count_tool(&mut self, tool: &str, ok: u64, cells: &[MapCell]) {
+        let has = |v: &str| cells.iter().any(|c| c.verdict == v);
+        if !vac_contracts::is_server_row(tool) {
+            self.tools += 1;
+            // A tool none of whose calls succeeded kept nothing it was tested on, whatever
+            // its manifest-only cells say.
+            if ok > 0 && has("refuted") && !has("confirmed") && !has("errored") {
+                self.kept += 1;
+            }
+            if ok == 0 {
+                self.no_successful_call += 1;
+            }
+        }
+        for c in cells {
+            match c.verdict {
+                "confirmed" => {
+                    self.confirmed += 1;
+                    if let Some(t) = c.touched {
+                        self.touched[t as usize] += 1;
+                    }
+                }
+                "refuted" => self.refuted += 1,
+                "skipped" => self.skipped += 1,
+                "errored" => self.errored += 1,
+                _ => self.not_graded += 1,
+            }
+            if !c.stable {
+                self.unstable += 1;
+            }
+        }
+    }
+
     /// The counts as the map's summary tables show them: key and label, in column order.
     pub const COLUMNS: [(&'static str, &'static str); 9] = [
         ("tools", "tools"),
