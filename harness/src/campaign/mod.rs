@@ -806,99 +806,17 @@ fn verified_members(dir: &Path) -> Result<(vac_receipts::VerifyReport, Vec<Membe
 /// appears once, and together they hold every target × repetition once. The merged chain
 /// lists each shard by its head, then every probe (copied under `out`) by its own.
 pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
-    let refuse = |m: String| RunError::Merge(m);
     let _writer = lock::WriterLock::take(out, true)?;
     if out.join(vac_receipts::LOG_FILE).exists() {
         return Err(RunError::Exists(out.to_path_buf()));
     }
-    let mut first: Option<(Campaign, u32, String)> = None;
-    let mut seen_index: Vec<(u32, PathBuf)> = Vec::new();
-    let mut listed: Vec<(PathBuf, Member)> = Vec::new();
-    let mut heads: Vec<(PathBuf, Shard, String, u64)> = Vec::new();
-    for dir in shards {
-        let (campaign, shard) = recorded(dir)?;
-        let shard = shard.ok_or_else(|| {
-            refuse(format!(
-                "{}: not a shard (run with --shard K/N)",
-                dir.display()
-            ))
-        })?;
-        let hash = blake3::hash(campaign.text.as_bytes()).to_hex().to_string();
-        match &first {
-            None => first = Some((campaign.clone(), shard.count, hash.clone())),
-            Some((_, count, first_hash)) => {
-                if *first_hash != hash {
-                    return Err(refuse(format!(
-                        "{}: a shard of another campaign (its file's blake3 is {}, not {})",
-                        dir.display(),
-                        &hash[..16],
-                        &first_hash[..16]
-                    )));
-                }
-                if *count != shard.count {
-                    return Err(refuse(format!(
-                        "{}: shard {}/{} of {} shards, the others are of {count}",
-                        dir.display(),
-                        shard.index,
-                        shard.count,
-                        shard.count
-                    )));
-                }
-            }
-        }
-        if let Some((_, other)) = seen_index.iter().find(|(i, _)| *i == shard.index) {
-            return Err(refuse(format!(
-                "{}: shard {}/{} given twice (also {})",
-                dir.display(),
-                shard.index,
-                shard.count,
-                other.display()
-            )));
-        }
-        seen_index.push((shard.index, dir.clone()));
-        let (report, members) = verified_members(dir)?;
-        heads.push((dir.clone(), shard, report.head.to_string(), report.records));
-        for member in members {
-            listed.push((dir.clone(), member));
-        }
-    }
-    let (campaign, count, _) = first.ok_or_else(|| refuse("no shard directory given".into()))?;
-    let missing: Vec<u32> = (0..count)
-        .filter(|i| !seen_index.iter().any(|(s, _)| s == i))
-        .collect();
-    if !missing.is_empty() {
-        return Err(refuse(format!(
-            "shard{} {} of {count} missing",
-            if missing.len() == 1 { "" } else { "s" },
-            missing
-                .iter()
-                .map(|i| format!("{i}/{count}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    // Every planned probe exactly once, and nothing else.
+    let Shards {
+        campaign,
+        mut heads,
+        listed,
+    } = read_shards(shards)?;
     let planned = plan(&campaign, None);
-    for p in &planned {
-        let id = &campaign.targets[p.target].id;
-        let n = listed
-            .iter()
-            .filter(|(_, m)| m.target == *id && m.repetition == p.repetition)
-            .count();
-        if n != 1 {
-            return Err(refuse(format!(
-                "target {id:?} repetition {} is in {n} shards, not one",
-                p.repetition
-            )));
-        }
-    }
-    if listed.len() != planned.len() {
-        return Err(refuse(format!(
-            "the shards hold {} probes, the campaign plans {}",
-            listed.len(),
-            planned.len()
-        )));
-    }
+    every_probe_once(&campaign, &planned, &listed)?;
     let mut merged = config(&campaign, None);
     merged[CONFIG_KEY]["merged_from"] = heads
         .iter()
@@ -966,6 +884,121 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Outcome, RunError> {
         kept: 0,
         cut: None,
     })
+}
+
+/// The shards of one campaign, checked: its file, each shard's directory, index and head
+/// (with its record count), and every probe each lists.
+struct Shards {
+    campaign: Campaign,
+    heads: Vec<(PathBuf, Shard, String, u64)>,
+    listed: Vec<(PathBuf, Member)>,
+}
+
+/// Reads and verifies each shard directory: all of one campaign file and shard count, each
+/// index once, none missing.
+fn read_shards(shards: &[PathBuf]) -> Result<Shards, RunError> {
+    let refuse = |m: String| RunError::Merge(m);
+    let mut first: Option<(Campaign, u32, String)> = None;
+    let mut seen_index: Vec<(u32, PathBuf)> = Vec::new();
+    let mut listed: Vec<(PathBuf, Member)> = Vec::new();
+    let mut heads: Vec<(PathBuf, Shard, String, u64)> = Vec::new();
+    for dir in shards {
+        let (campaign, shard) = recorded(dir)?;
+        let shard = shard.ok_or_else(|| {
+            refuse(format!(
+                "{}: not a shard (run with --shard K/N)",
+                dir.display()
+            ))
+        })?;
+        let hash = blake3::hash(campaign.text.as_bytes()).to_hex().to_string();
+        match &first {
+            None => first = Some((campaign.clone(), shard.count, hash.clone())),
+            Some((_, count, first_hash)) => {
+                if *first_hash != hash {
+                    return Err(refuse(format!(
+                        "{}: a shard of another campaign (its file's blake3 is {}, not {})",
+                        dir.display(),
+                        &hash[..16],
+                        &first_hash[..16]
+                    )));
+                }
+                if *count != shard.count {
+                    return Err(refuse(format!(
+                        "{}: shard {}/{} of {} shards, the others are of {count}",
+                        dir.display(),
+                        shard.index,
+                        shard.count,
+                        shard.count
+                    )));
+                }
+            }
+        }
+        if let Some((_, other)) = seen_index.iter().find(|(i, _)| *i == shard.index) {
+            return Err(refuse(format!(
+                "{}: shard {}/{} given twice (also {})",
+                dir.display(),
+                shard.index,
+                shard.count,
+                other.display()
+            )));
+        }
+        seen_index.push((shard.index, dir.clone()));
+        let (report, members) = verified_members(dir)?;
+        heads.push((dir.clone(), shard, report.head.to_string(), report.records));
+        for member in members {
+            listed.push((dir.clone(), member));
+        }
+    }
+    let (campaign, count, _) = first.ok_or_else(|| refuse("no shard directory given".into()))?;
+    let missing: Vec<u32> = (0..count)
+        .filter(|i| !seen_index.iter().any(|(s, _)| s == i))
+        .collect();
+    if !missing.is_empty() {
+        return Err(refuse(format!(
+            "shard{} {} of {count} missing",
+            if missing.len() == 1 { "" } else { "s" },
+            missing
+                .iter()
+                .map(|i| format!("{i}/{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(Shards {
+        campaign,
+        heads,
+        listed,
+    })
+}
+
+/// Every planned probe is in exactly one shard, and nothing else is.
+fn every_probe_once(
+    campaign: &Campaign,
+    planned: &[Planned],
+    listed: &[(PathBuf, Member)],
+) -> Result<(), RunError> {
+    let refuse = |m: String| RunError::Merge(m);
+    for p in planned {
+        let id = &campaign.targets[p.target].id;
+        let n = listed
+            .iter()
+            .filter(|(_, m)| m.target == *id && m.repetition == p.repetition)
+            .count();
+        if n != 1 {
+            return Err(refuse(format!(
+                "target {id:?} repetition {} is in {n} shards, not one",
+                p.repetition
+            )));
+        }
+    }
+    if listed.len() != planned.len() {
+        return Err(refuse(format!(
+            "the shards hold {} probes, the campaign plans {}",
+            listed.len(),
+            planned.len()
+        )));
+    }
+    Ok(())
 }
 
 /// A directory tree copied file by file (receipt directories hold files and directories
