@@ -401,12 +401,31 @@ const HINTS: [&str; 4] = [
 ];
 
 fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
-    use Clause::*;
     let annotations = tool.get("annotations").and_then(Value::as_object);
     let description = tool
         .get("description")
         .and_then(Value::as_str)
         .unwrap_or("");
+    let read_only = hint(annotations, "readOnlyHint");
+    annotation_rules(found, tool, annotations);
+    let said = words(description);
+    dispatch_rule(found, description, &said);
+    let arguments = arguments(tool.get("inputSchema"));
+    argument_rules(found, &arguments, scope, read_only);
+    text_rules(found, tool);
+    if read_only == Some(true) {
+        write_verb_rule(found, tool, description);
+    }
+    secret_rule(found, tool, description, &said);
+}
+
+/// What the annotations leave open, under the MCP defaults.
+fn annotation_rules(
+    found: &mut Found<'_>,
+    tool: &Value,
+    annotations: Option<&serde_json::Map<String, Value>>,
+) {
+    use Clause::*;
     let read_only = hint(annotations, "readOnlyHint");
     let destructive = hint(annotations, "destructiveHint");
     let open_world = hint(annotations, "openWorldHint");
@@ -452,8 +471,10 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
             json!({"pointer": "/annotations/openWorldHint", "value": open_world}),
         );
     }
+}
 
-    let said = words(description);
+/// Seed 001's dispatch verbs in the description: a capability selected internally.
+fn dispatch_rule(found: &mut Found<'_>, description: &str, said: &[String]) {
     let verbs: Vec<(&str, Clause)> = DISPATCH_VERBS
         .iter()
         .filter(|(verb, _)| said.iter().any(|w| w == verb))
@@ -472,8 +493,16 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
             json!({"pointer": "/description", "verbs": names, "excerpt": detect::excerpt(description, 160)}),
         );
     }
+}
 
-    let arguments = arguments(tool.get("inputSchema"));
+/// Open arguments that select a resource, read-only claims over them, selector enums.
+fn argument_rules(
+    found: &mut Found<'_>,
+    arguments: &[Argument],
+    scope: &Scope,
+    read_only: Option<bool>,
+) {
+    use Clause::*;
     for argument in arguments.iter().filter(|a| a.open) {
         let mut kinds: Vec<(Clause, &str)> = argument.kinds.clone();
         if matches!(scope, Scope::Exact(_)) {
@@ -536,7 +565,7 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
             json!({"pointer": "/annotations/readOnlyHint", "arguments": open}),
         );
     }
-    for argument in &arguments {
+    for argument in arguments {
         let Some(values) = &argument.selector_enum else {
             continue;
         };
@@ -553,7 +582,11 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
             json!({"pointer": argument.pointer, "argument": argument.name, "enum": values}),
         );
     }
+}
 
+/// Text the model would read as instructions, and characters it cannot see.
+fn text_rules(found: &mut Found<'_>, tool: &Value) {
+    use Clause::*;
     for hit in detect::instructions_in_result(tool) {
         found.add(
             Rule::InstructionText,
@@ -594,22 +627,24 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
             }),
         );
     }
+}
 
-    if read_only == Some(true) {
-        let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-        let mut said: Vec<(&str, String)> = Vec::new();
-        let named = name_verb(name).map(|verb| ("/name", verb));
-        for (pointer, verb) in named.into_iter().chain(
-            write_verbs(description)
-                .into_iter()
-                .map(|verb| ("/description", verb)),
-        ) {
-            if !said.iter().any(|(_, v)| *v == verb) {
-                said.push((pointer, verb));
-            }
+/// A read-only tool whose name or description says it writes.
+fn write_verb_rule(found: &mut Found<'_>, tool: &Value, description: &str) {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+    let mut said: Vec<(&str, String)> = Vec::new();
+    let named = name_verb(name).map(|verb| ("/name", verb));
+    for (pointer, verb) in named.into_iter().chain(
+        write_verbs(description)
+            .into_iter()
+            .map(|verb| ("/description", verb)),
+    ) {
+        if !said.iter().any(|(_, v)| *v == verb) {
+            said.push((pointer, verb));
         }
-        if !said.is_empty() {
-            found.add(
+    }
+    if !said.is_empty() {
+        found.add(
                 Rule::WriteVerbMismatch,
                 format!(
                     "readOnlyHint: true, but its name or description says {}",
@@ -618,12 +653,14 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                &[FsWrite],
+                &[Clause::FsWrite],
                 json!({"pointer": said[0].0, "verbs": said.iter().map(|(_, v)| v).collect::<Vec<_>>(), "excerpt": detect::excerpt(description, 160)}),
             );
-        }
     }
+}
 
+/// A name or description that names a secret store.
+fn secret_rule(found: &mut Found<'_>, tool: &Value, description: &str, said: &[String]) {
     let mut named = words(tool.get("name").and_then(Value::as_str).unwrap_or(""));
     named.extend(said.iter().cloned());
     let secrets = secret_words(&named);
@@ -634,7 +671,7 @@ fn check_tool(found: &mut Found<'_>, tool: &Value, scope: &Scope) {
                 "the name or description names a secret store ({}): what the tool returns may carry it",
                 secrets.join(", ")
             ),
-            &[ResultSecrets],
+            &[Clause::ResultSecrets],
             json!({"words": secrets, "excerpt": detect::excerpt(description, 160)}),
         );
     }
