@@ -215,43 +215,10 @@ impl Context<'_> {
 
     fn cell(&self, tool: &str, spec: &ClauseSpec, rule: &CompiledRule) -> Verdict {
         let basis = rule.basis.clone();
-        // A declaration that could not be read promises nothing knowable: say so, first.
-        let malformed: Vec<_> = self
-            .obs
-            .errors
-            .iter()
-            .filter(|e| e.kind == ErrorKind::MalformedTool && e.tool.as_deref() == Some(tool))
-            .collect();
-        if !malformed.is_empty() {
-            return Verdict::Errored {
-                reason: ErrorKind::MalformedTool,
-                evidence: json!({ "errors": malformed }),
-            };
-        }
-        if rule.allowed.is_none() {
-            return skipped(SkipReason::NothingPromised, json!({ "basis": basis }));
-        }
-        let of_tool = || self.obs.calls.iter().filter(|c| c.tool == tool);
-        let all = of_tool().count();
-        let made = match spec.subject {
-            Subject::Calls | Subject::Manifest => all,
-            Subject::Repeats => of_tool().filter(|c| c.repeat_of.is_some()).count(),
+        let made = match self.untestable(tool, spec, rule) {
+            Ok(made) => made,
+            Err(verdict) => return *verdict,
         };
-        if all == 0 && spec.subject != Subject::Manifest {
-            let reason = self
-                .obs
-                .not_called
-                .iter()
-                .find(|(name, _)| name == tool)
-                .map_or(SkipReason::NotCalled, |(_, reason)| *reason);
-            return skipped(reason, Value::Null);
-        }
-        if made == 0 && spec.subject == Subject::Repeats {
-            return skipped(
-                SkipReason::NotCalled,
-                json!({ "calls": all, "repeated_calls": 0 }),
-            );
-        }
         let statuses = |backing: &[Sensor]| -> Vec<SensorStatus> {
             self.obs
                 .sensors
@@ -263,67 +230,11 @@ impl Context<'_> {
         };
         let sensors = statuses(spec.sensors);
         let fallback = statuses(spec.fallback.as_slice());
-
-        let forbidden: Vec<&Effect> = self
-            .owned
-            .iter()
-            .filter(|(owner, e)| *owner == tool && self.forbids(spec, rule, e))
-            .map(|(_, e)| *e)
-            .collect();
-        if !forbidden.is_empty() {
-            let mut causes: Vec<usize> = forbidden
-                .iter()
-                .filter_map(|e| e.attribution.call_index())
-                .collect();
-            causes.sort_unstable();
-            causes.dedup();
-            let subtracted: Vec<&Effect> = self
-                .obs
-                .control_subtracted
-                .iter()
-                .filter(|e| (spec.domain)(e.class))
-                .collect();
-            return Verdict::Confirmed {
-                basis,
-                effects_omitted: forbidden.len().saturating_sub(MAX_EVIDENCE),
-                effects: forbidden.into_iter().take(MAX_EVIDENCE).cloned().collect(),
-                calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
-                subtracted_omitted: subtracted.len().saturating_sub(MAX_EVIDENCE),
-                control_subtracted: subtracted.into_iter().take(MAX_EVIDENCE).cloned().collect(),
-                sensors: sensors.iter().chain(&fallback).cloned().collect(),
-            };
+        if let Some(verdict) = self.confirmed(tool, spec, rule, &sensors, &fallback) {
+            return verdict;
         }
-
-        // Errors without a tool concern every tool: a broken run cannot prove absence.
-        let errors: Vec<_> = self
-            .obs
-            .errors
-            .iter()
-            .filter(|e| e.tool.as_deref().is_none_or(|t| t == tool))
-            .collect();
-        if let Some(first) = errors.first() {
-            return Verdict::Errored {
-                reason: first.kind,
-                evidence: json!({ "errors": errors }),
-            };
-        }
-
-        let silent: Vec<_> = spec
-            .sensors
-            .iter()
-            .filter(|s| !sensors.iter().any(|status| status.sensor == **s))
-            .collect();
-        let failing = sensors.iter().any(|s| {
-            matches!(
-                s.status,
-                SensorState::Blind { .. } | SensorState::Failed { .. }
-            )
-        });
-        if failing || !silent.is_empty() {
-            return Verdict::Errored {
-                reason: ErrorKind::SensorFailed,
-                evidence: json!({ "sensors": sensors, "without_self_test": silent }),
-            };
+        if let Some(verdict) = self.unproven(tool, spec, &sensors) {
+            return verdict;
         }
         // Calls that all failed never did the tool's job: their silence proves nothing.
         let (_, succeeded) = self.counts(tool, spec);
@@ -360,6 +271,140 @@ impl Context<'_> {
                 )
                 .collect(),
         }
+    }
+
+    /// A cell that cannot be tested: a declaration that could not be read, nothing promised,
+    /// a tool never called (or, for a repeat clause, never repeated). Else the calls the
+    /// clause is graded on.
+    fn untestable(
+        &self,
+        tool: &str,
+        spec: &ClauseSpec,
+        rule: &CompiledRule,
+    ) -> Result<usize, Box<Verdict>> {
+        let basis = rule.basis.clone();
+        // A declaration that could not be read promises nothing knowable: say so, first.
+        let malformed: Vec<_> = self
+            .obs
+            .errors
+            .iter()
+            .filter(|e| e.kind == ErrorKind::MalformedTool && e.tool.as_deref() == Some(tool))
+            .collect();
+        if !malformed.is_empty() {
+            return Err(Box::new(Verdict::Errored {
+                reason: ErrorKind::MalformedTool,
+                evidence: json!({ "errors": malformed }),
+            }));
+        }
+        if rule.allowed.is_none() {
+            return Err(Box::new(skipped(
+                SkipReason::NothingPromised,
+                json!({ "basis": basis }),
+            )));
+        }
+        let of_tool = || self.obs.calls.iter().filter(|c| c.tool == tool);
+        let all = of_tool().count();
+        let made = match spec.subject {
+            Subject::Calls | Subject::Manifest => all,
+            Subject::Repeats => of_tool().filter(|c| c.repeat_of.is_some()).count(),
+        };
+        if all == 0 && spec.subject != Subject::Manifest {
+            let reason = self
+                .obs
+                .not_called
+                .iter()
+                .find(|(name, _)| name == tool)
+                .map_or(SkipReason::NotCalled, |(_, reason)| *reason);
+            return Err(Box::new(skipped(reason, Value::Null)));
+        }
+        if made == 0 && spec.subject == Subject::Repeats {
+            return Err(Box::new(skipped(
+                SkipReason::NotCalled,
+                json!({ "calls": all, "repeated_calls": 0 }),
+            )));
+        }
+        Ok(made)
+    }
+
+    /// Confirmed: effects the tool owns that the rule forbids, with the calls that caused
+    /// them and what the control run's subtraction took away.
+    fn confirmed(
+        &self,
+        tool: &str,
+        spec: &ClauseSpec,
+        rule: &CompiledRule,
+        sensors: &[SensorStatus],
+        fallback: &[SensorStatus],
+    ) -> Option<Verdict> {
+        let forbidden: Vec<&Effect> = self
+            .owned
+            .iter()
+            .filter(|(owner, e)| *owner == tool && self.forbids(spec, rule, e))
+            .map(|(_, e)| *e)
+            .collect();
+        if forbidden.is_empty() {
+            return None;
+        }
+        {
+            let mut causes: Vec<usize> = forbidden
+                .iter()
+                .filter_map(|e| e.attribution.call_index())
+                .collect();
+            causes.sort_unstable();
+            causes.dedup();
+            let subtracted: Vec<&Effect> = self
+                .obs
+                .control_subtracted
+                .iter()
+                .filter(|e| (spec.domain)(e.class))
+                .collect();
+            Some(Verdict::Confirmed {
+                basis: rule.basis.clone(),
+                effects_omitted: forbidden.len().saturating_sub(MAX_EVIDENCE),
+                effects: forbidden.into_iter().take(MAX_EVIDENCE).cloned().collect(),
+                calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
+                subtracted_omitted: subtracted.len().saturating_sub(MAX_EVIDENCE),
+                control_subtracted: subtracted.into_iter().take(MAX_EVIDENCE).cloned().collect(),
+                sensors: sensors.iter().chain(fallback).cloned().collect(),
+            })
+        }
+    }
+
+    /// Errored: a run error that concerns the tool, or a backing sensor that failed or never
+    /// proved itself: absence cannot be shown.
+    fn unproven(&self, tool: &str, spec: &ClauseSpec, sensors: &[SensorStatus]) -> Option<Verdict> {
+        // Errors without a tool concern every tool: a broken run cannot prove absence.
+        let errors: Vec<_> = self
+            .obs
+            .errors
+            .iter()
+            .filter(|e| e.tool.as_deref().is_none_or(|t| t == tool))
+            .collect();
+        if let Some(first) = errors.first() {
+            return Some(Verdict::Errored {
+                reason: first.kind,
+                evidence: json!({ "errors": errors }),
+            });
+        }
+
+        let silent: Vec<_> = spec
+            .sensors
+            .iter()
+            .filter(|s| !sensors.iter().any(|status| status.sensor == **s))
+            .collect();
+        let failing = sensors.iter().any(|s| {
+            matches!(
+                s.status,
+                SensorState::Blind { .. } | SensorState::Failed { .. }
+            )
+        });
+        if failing || !silent.is_empty() {
+            return Some(Verdict::Errored {
+                reason: ErrorKind::SensorFailed,
+                evidence: json!({ "sensors": sensors, "without_self_test": silent }),
+            });
+        }
+        None
     }
 }
 
