@@ -55,28 +55,7 @@ pub(super) fn plan_probe(
             .map(|h| (h.field.clone(), inputs::expand_value(&h.value, &view)))
             .collect()
     };
-    // Producers' first calls, in manifest order: made first in the runs of the tools after
-    // them (and of every tool that is no producer), so state a tool needs is there.
-    let producers: Vec<(usize, PlannedCall)> = decls
-        .iter()
-        .enumerate()
-        .filter(|(_, decl)| plan::is_producer(&decl.name))
-        .filter(|(_, decl)| !plan.malformed.iter().any(|m| m.name == decl.name))
-        .filter(|(_, decl)| {
-            contract
-                .tools
-                .iter()
-                .any(|t| t.tool == decl.name && t.call != Some(false))
-        })
-        .filter_map(|(ordinal, decl)| {
-            let schema =
-                plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
-            let mut calls = plan_tool(&decl.name, &schema, &plants, 1, false);
-            plan::apply_hints(&mut calls, &hints_of(&decl.name));
-            calls.into_iter().next().map(|call| (ordinal, call))
-        })
-        .take(MAX_SETUPS)
-        .collect();
+    let producers = producers(decls, &plan.malformed, contract, &plants, &hints_of);
     let mut next_index = 0;
     // The tools whose contract forbids some write.
     let mut no_write: Vec<String> = Vec::new();
@@ -108,8 +87,6 @@ pub(super) fn plan_probe(
                 .push((decl.name.clone(), SkipReason::Budget));
             continue;
         }
-        let repeat = restricted(Some(Clause::Idempotent));
-        let schema = plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
         // A derived contract declares no scope; a tool whose words confine it to a place
         // ("within allowed directories") is given the escape probes all the same.
         let confined = match (plants.escapes.is_empty(), options.contract.is_none()) {
@@ -128,23 +105,15 @@ pub(super) fn plan_probe(
             }
             None => &plants,
         };
-        let mut calls = plan_tool(
-            &decl.name,
-            &schema,
+        let mut calls = tool_calls(
+            options,
+            decl,
             tool_plants,
-            options.max_calls_per_tool,
-            repeat,
+            restricted(Some(Clause::Idempotent)),
+            &hints_of(&decl.name),
+            &producers,
+            ordinal,
         );
-        plan::apply_hints(&mut calls, &hints_of(&decl.name));
-        let producer = plan::is_producer(&decl.name);
-        let setups: Vec<PlannedCall> = producers
-            .iter()
-            .filter(|(at, _)| !producer || *at < ordinal)
-            .map(|(_, call)| call.clone())
-            .collect();
-        let retry = plan::retry_slot(&calls);
-        let mut calls = plan::with_setups(&setups, calls);
-        calls.extend(retry);
         // The protocol witness (SPEC §3.5), outside the budget: all three calls or none.
         if restricted(Some(Clause::FsWrite)) {
             let paths = plants.witness_paths(ordinal);
@@ -183,22 +152,90 @@ pub(super) fn plan_probe(
     }
     // A remote server's launches are not vac's to make.
     if !matches!(options.target, Target::RemoteHttp(_)) {
-        let after = plan
-            .runs
-            .iter()
-            .map(|r| r.first_index + r.calls.len())
-            .max()
-            .unwrap_or(0);
-        plan.runs.extend((0..options.relaunch).map(|_| PlannedRun {
-            role: Role::Relaunch,
-            tool: None,
-            first_index: after,
-            calls: Vec::new(),
-            scope: Scope::Own,
-            blocks: Vec::new(),
-        }));
+        add_relaunches(&mut plan, options.relaunch);
     }
     plan
+}
+
+/// Producers' first calls, in manifest order: made first in the runs of the tools after
+/// them (and of every tool that is no producer), so state a tool needs is there.
+fn producers(
+    decls: &[ToolDecl],
+    malformed: &[MalformedTool],
+    contract: &vac_contracts::Contract,
+    plants: &super::vocab::Plants,
+    hints_of: &dyn Fn(&str) -> Vec<(String, Value)>,
+) -> Vec<(usize, PlannedCall)> {
+    decls
+        .iter()
+        .enumerate()
+        .filter(|(_, decl)| plan::is_producer(&decl.name))
+        .filter(|(_, decl)| !malformed.iter().any(|m| m.name == decl.name))
+        .filter(|(_, decl)| {
+            contract
+                .tools
+                .iter()
+                .any(|t| t.tool == decl.name && t.call != Some(false))
+        })
+        .filter_map(|(ordinal, decl)| {
+            let schema =
+                plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
+            let mut calls = plan_tool(&decl.name, &schema, plants, 1, false);
+            plan::apply_hints(&mut calls, &hints_of(&decl.name));
+            calls.into_iter().next().map(|call| (ordinal, call))
+        })
+        .take(MAX_SETUPS)
+        .collect()
+}
+
+/// One tool's calls: its own (with the user's hints, and a repeat when `idempotent` is
+/// graded), after the setups of the producers before it, with a retry slot at the end.
+fn tool_calls(
+    options: &ProbeOptions,
+    decl: &ToolDecl,
+    plants: &super::vocab::Plants,
+    repeat: bool,
+    hints: &[(String, Value)],
+    producers: &[(usize, PlannedCall)],
+    ordinal: usize,
+) -> Vec<PlannedCall> {
+    let schema = plan::with_tool_description(&decl.input_schema, decl.description.as_deref());
+    let mut calls = plan_tool(
+        &decl.name,
+        &schema,
+        plants,
+        options.max_calls_per_tool,
+        repeat,
+    );
+    plan::apply_hints(&mut calls, hints);
+    let producer = plan::is_producer(&decl.name);
+    let setups: Vec<PlannedCall> = producers
+        .iter()
+        .filter(|(at, _)| !producer || *at < ordinal)
+        .map(|(_, call)| call.clone())
+        .collect();
+    let retry = plan::retry_slot(&calls);
+    let mut calls = plan::with_setups(&setups, calls);
+    calls.extend(retry);
+    calls
+}
+
+/// `count` launches of the server after every subject run, no tool called.
+fn add_relaunches(plan: &mut ProbePlan, count: u32) {
+    let after = plan
+        .runs
+        .iter()
+        .map(|r| r.first_index + r.calls.len())
+        .max()
+        .unwrap_or(0);
+    plan.runs.extend((0..count).map(|_| PlannedRun {
+        role: Role::Relaunch,
+        tool: None,
+        first_index: after,
+        calls: Vec::new(),
+        scope: Scope::Own,
+        blocks: Vec::new(),
+    }));
 }
 
 /// Adaptive isolation's plan: the tools' runs become shared runs, block after block, and
