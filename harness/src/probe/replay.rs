@@ -721,12 +721,33 @@ pub(crate) fn canonical(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
+/// A data case of [`observe_case`] that cannot be read, by line.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error("line {line}: {source}")]
+    Json {
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("line {line}: run must be control or subject, not {found:?}")]
+    Run { line: usize, found: Option<String> },
+    #[error("line {line}: {source}")]
+    Event {
+        line: usize,
+        #[source]
+        source: super::event::EventError,
+    },
+    #[error("no {{\"lab\": …}} line")]
+    NoLab,
+}
+
 /// The subtraction and attribution stage on recorded events, for data-driven tests: lines
 /// of `{"lab": …}` (the plan's lab) and `{"run": "control"|"subject", "tool": …, "event":
 /// …, "payloads": ["text", …]}`; the result lists the subject's attributable effects
 /// (`class`, `path`, `attribution`; `canary` for reads, `argv` for execs) and the control's subtracted
 /// ones (`class`, `path`).
-pub fn observe_case(lines: &str) -> Result<Value, String> {
+pub fn observe_case(lines: &str) -> Result<Value, CaseError> {
     let mut lab: Option<super::vocab::LabRecord> = None;
     let mut control = RunBuilder::new("control".into(), Role::Control, None);
     let mut subject = RunBuilder::new("subject".into(), Role::Subject, None);
@@ -735,16 +756,25 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let at = |e: String| format!("line {}: {e}", number + 1);
-        let value: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let line_number = number + 1;
+        let json = |source| CaseError::Json {
+            line: line_number,
+            source,
+        };
+        let value: Value = serde_json::from_str(line).map_err(json)?;
         if let Some(record) = value.get("lab") {
-            lab = Some(serde_json::from_value(record.clone()).map_err(|e| at(e.to_string()))?);
+            lab = Some(serde_json::from_value(record.clone()).map_err(json)?);
             continue;
         }
         let run = match value["run"].as_str() {
             Some("control") => &mut control,
             Some("subject") => &mut subject,
-            other => return Err(at(format!("run must be control or subject, not {other:?}"))),
+            other => {
+                return Err(CaseError::Run {
+                    line: line_number,
+                    found: other.map(str::to_owned),
+                });
+            }
         };
         if let Some(tool) = value["tool"].as_str() {
             run.tool(Some(tool.to_string()));
@@ -756,9 +786,12 @@ pub fn observe_case(lines: &str) -> Result<Value, String> {
             .map(|p| p.as_str().unwrap_or_default().as_bytes().to_vec())
             .collect();
         run.event(&value["event"].to_string(), payloads)
-            .map_err(|e| at(e.to_string()))?;
+            .map_err(|source| CaseError::Event {
+                line: line_number,
+                source,
+            })?;
     }
-    let lab = lab.ok_or("no {\"lab\": …} line")?;
+    let lab = lab.ok_or(CaseError::NoLab)?;
     let (control, subject) = (control.finish(), subject.finish());
     let mut observation = observe::start(&control, &lab);
     observe::add(&mut observation, &subject, &control, &lab);
