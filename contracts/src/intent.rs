@@ -311,29 +311,14 @@ pub(crate) const DOWNLOADERS: &[&str] = &[
 /// schedule, and the system's programs and configuration.
 pub(crate) fn never_written(lab: &LabPaths) -> Vec<String> {
     let home = lab.home.trim_end_matches('/');
-    let in_home = [
-        ".ssh/**",
-        ".aws/**",
-        ".gnupg/**",
-        ".kube/**",
-        ".docker/**",
-        ".azure/**",
-        ".config/gcloud/**",
-        ".netrc",
-        ".npmrc",
-        ".pypirc",
-        ".git-credentials",
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".profile",
-        ".zshrc",
-        ".zprofile",
-        ".config/fish/**",
-        ".config/autostart/**",
-        ".config/systemd/**",
-        ".local/bin/**",
-    ];
+    // A directory's whole tree; a file itself.
+    let in_home = crate::places::HOME_CREDENTIALS
+        .iter()
+        .chain(crate::places::HOME_STARTUP)
+        .map(|p| match p.strip_suffix('/') {
+            Some(dir) => format!("{dir}/**"),
+            None => (*p).to_owned(),
+        });
     let system = [
         "/etc/**",
         "/bin/**",
@@ -347,7 +332,6 @@ pub(crate) fn never_written(lab: &LabPaths) -> Vec<String> {
         "/usr/lib/systemd/**",
     ];
     in_home
-        .iter()
         .map(|p| format!("!{home}/{p}"))
         .chain(system.iter().map(|p| format!("!{p}")))
         .collect()

@@ -34,6 +34,38 @@ pub const NEVER_READ: &[&str] = &[
     "/var/run/secrets/**",
 ];
 
+/// A home's credential places, relative to it (a directory ends in `/`): no tool writes
+/// there whatever it declares (`intent.rs`), and an effect there touched secrets
+/// (`touched.rs`).
+pub(crate) const HOME_CREDENTIALS: &[&str] = &[
+    ".ssh/",
+    ".aws/",
+    ".gnupg/",
+    ".kube/",
+    ".docker/",
+    ".azure/",
+    ".config/gcloud/",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+];
+
+/// What runs at login or from the user's `PATH`, relative to the home (a directory ends in
+/// `/`): no tool writes there, and an effect there touched the system.
+pub(crate) const HOME_STARTUP: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".config/fish/",
+    ".config/autostart/",
+    ".config/systemd/",
+    ".local/bin/",
+];
+
 /// Files a server's framework loads from its working directory by convention, relative to
 /// it: the Python SDK's FastMCP and FastMCP 2.x read `.env` at start (their settings
 /// loaders), as python-dotenv and Node's dotenv do when a server asks. A read of one is

@@ -58,35 +58,6 @@ impl Touched {
     }
 }
 
-/// Credential places of a home, relative to it (a directory's whole tree).
-const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".kube",
-    ".docker",
-    ".azure",
-    ".config/gcloud",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".git-credentials",
-];
-
-/// What runs at login or from the user's PATH, relative to the home.
-const HOME_STARTUP: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".config/fish",
-    ".config/autostart",
-    ".config/systemd",
-    ".local/bin",
-];
-
 /// Temporary places, wherever the server was.
 const TEMPORARY: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
@@ -146,10 +117,13 @@ pub fn of_path(path: &str) -> Touched {
     let Ok(rest) = p.strip_prefix(&home) else {
         return Touched::System;
     };
-    let rest_under = |list: &[&str]| list.iter().any(|r| rest.starts_with(r));
-    if rest_under(HOME_SECRETS) {
+    let rest_under = |list: &[&str]| {
+        list.iter()
+            .any(|r| rest.starts_with(r.trim_end_matches('/')))
+    };
+    if rest_under(crate::places::HOME_CREDENTIALS) {
         Touched::Secrets
-    } else if rest_under(HOME_STARTUP) {
+    } else if rest_under(crate::places::HOME_STARTUP) {
         Touched::System
     } else if rest.starts_with("work") {
         Touched::UserFiles
