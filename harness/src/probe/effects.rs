@@ -683,7 +683,9 @@ mod tests {
     #[test]
     fn a_write_before_the_session_failed_under_a_call_is_that_calls() {
         let mut failed = call(5, 500, 0);
-        failed.outcome = Err("server closed its stdout during tools/call".into());
+        failed.outcome = Err(crate::probe::vocab::SessionFailed(
+            "server closed its stdout during tools/call".into(),
+        ));
         failed.unanswered = Some(super::super::vocab::Unanswered {
             requested_at: Duration::from_millis(500),
             failed_at: Duration::from_millis(520),

@@ -130,7 +130,7 @@ fn add_part(
         let answer = call.answer();
         let ok = answer.succeeded();
         let error = match &call.outcome {
-            Err(error) => Some(error.clone()),
+            Err(error) => Some(error.0.clone()),
             Ok(outcome) => match &outcome.error {
                 Some(error) => Some(error.to_string()),
                 None if ok => None,

@@ -783,7 +783,7 @@ async fn call_one(
             ..
         })
     );
-    let outcome = outcome.map_err(|e| e.to_string());
+    let outcome = outcome.map_err(|e| super::vocab::SessionFailed(e.to_string()));
     let answer = Some(super::vocab::judged(&outcome));
     output.calls.push(CallRecord {
         index,

@@ -275,7 +275,10 @@ mod tests {
     use super::*;
     use crate::client::CallOutcome;
 
-    fn outcome(result: Option<Value>, error: Option<CallError>) -> Result<CallOutcome, String> {
+    fn outcome(
+        result: Option<Value>,
+        error: Option<CallError>,
+    ) -> Result<CallOutcome, crate::probe::vocab::SessionFailed> {
         Ok(CallOutcome {
             request_id: json!(1),
             result,
@@ -363,7 +366,9 @@ mod tests {
             }),
         );
         assert_eq!(presence(&record), Presence::Unknown);
-        record.outcome = Err("the server closed its stdout".into());
+        record.outcome = Err(crate::probe::vocab::SessionFailed(
+            "the server closed its stdout".into(),
+        ));
         assert_eq!(presence(&record), Presence::Unknown);
     }
 

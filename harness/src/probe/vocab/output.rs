@@ -122,7 +122,7 @@ pub(crate) struct CallRecord {
     pub(crate) purpose: Purpose,
     pub(crate) tool: String,
     pub(crate) arguments: Map<String, Value>,
-    pub(crate) outcome: Result<CallOutcome, String>,
+    pub(crate) outcome: Result<CallOutcome, SessionFailed>,
     /// A repeat's view of the lab paths written so far: their state in the upper layer
     /// just before it and once it had settled (what `idempotent` is graded on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -145,6 +145,18 @@ pub(crate) struct CallRecord {
     pub(crate) unanswered: Option<Unanswered>,
 }
 
+/// Why a call has no outcome: the session failed under it (the server exited, sent a line
+/// over the cap, broke the protocol), as the client said it — the text the receipts record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct SessionFailed(pub(crate) String);
+
+impl std::fmt::Display for SessionFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// When a call without an outcome was sent, and when its session's failure was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Unanswered {
@@ -165,7 +177,7 @@ impl CallRecord {
 
 /// Judges a call's outcome: no answer, a JSON-RPC error, or its result as
 /// `vac_contracts::answer::judge` reads it.
-pub(crate) fn judged(outcome: &Result<CallOutcome, String>) -> Answer {
+pub(crate) fn judged(outcome: &Result<CallOutcome, SessionFailed>) -> Answer {
     match outcome {
         Err(_) => Answer::NoAnswer,
         Ok(CallOutcome {
