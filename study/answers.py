@@ -27,7 +27,7 @@ GOOD = {"answered", "empty"}
 def lines(log):
     if log.suffix == ".zst":
         text = subprocess.run(["zstd", "-dcq", str(log)], check=True, capture_output=True).stdout
-        yield from text.decode().splitlines()
+        yield from text.decode().split("\n")[:-1] if text.endswith(b"\n") else text.decode().split("\n")
     else:
         with open(log) as f:
             yield from f

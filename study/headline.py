@@ -146,7 +146,7 @@ def main(results: Path, catalogue: Path):
     print()
 
     kept = [s for s in audited if confirmed_servers[s["id"]] == 0]
-    working = [s for s in kept if any(t["succeeded"] > 0 for t in s["tools"])]
+    working = [s for s in kept if any(t["succeeded"] > 0 for t in s["tools"] if t["name"] != "(server)")]
     print("### Servers that kept every promise\n")
     print(f"{len(kept)} of {len(audited)} audited servers have no confirmed cell; {len(working)} of them had at "
           f"least one tool answer a call (the others' tools never worked: nothing was shown).\n")
