@@ -10,6 +10,7 @@
 mod adaptive;
 mod conformance;
 mod contract;
+mod conversation;
 mod effects;
 mod event;
 pub mod inputs;
