@@ -16,26 +16,19 @@ import sys
 
 # study/select.py (the catalogue's rule) would shadow the standard `select` module that
 # subprocess imports: look up modules without this script's directory.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+STUDY_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != STUDY_DIR] + [STUDY_DIR]
 import subprocess  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from receiptlog import records  # noqa: E402
+
 GOOD = {"answered", "empty"}
 
 
-def lines(log):
-    if log.suffix == ".zst":
-        text = subprocess.run(["zstd", "-dcq", str(log)], check=True, capture_output=True).stdout
-        yield from text.decode().split("\n")[:-1] if text.endswith(b"\n") else text.decode().split("\n")
-    else:
-        with open(log) as f:
-            yield from f
-
-
 def calls(log):
-    for line in lines(log):
-        record = json.loads(line)
+    for record in records(log):
         if record.get("kind") != "event":
             continue
         event = record["body"].get("event", {})

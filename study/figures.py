@@ -13,35 +13,15 @@ nothing; packed logs are read through the `zstd` program. Stdlib only.
 """
 import json
 import os
-import re
 import sys
 
 # study/select.py would shadow the standard `select` module that subprocess imports.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-import subprocess  # noqa: E402
+STUDY_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != STUDY_DIR] + [STUDY_DIR]
 from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-
-def records(log):
-    if log.suffix == ".zst":
-        out = subprocess.run(["zstd", "-dcq", str(log)], check=True, capture_output=True).stdout
-        # "\n" only: a record may hold U+2028 or U+0085 inside a string, which splitlines cuts at.
-        lines = out.decode().split("\n")
-    else:
-        lines = log.read_text().split("\n")
-    for line in lines:
-        try:
-            yield json.loads(line)
-        except ValueError:
-            return  # a torn tail
-
-
-def log_of(probe_dir):
-    for name in ("receipts.jsonl", "receipts.jsonl.zst"):
-        if (probe_dir / name).is_file():
-            return probe_dir / name
-    return None
+from receiptlog import log_of, records, why_not_started  # noqa: E402
 
 
 def quantile(values, q):
@@ -49,19 +29,6 @@ def quantile(values, q):
     if not values:
         return float("nan")
     return values[min(len(values) - 1, int(q * len(values)))]
-
-
-# Why a target was not audited, from what its server last wrote to stderr (the receipts'
-# stderr frames; since ca5e5d3 also the end of its member detail): the first matching
-# class names it. Hand-written patterns, checked by reading the lines they classify.
-WHY = [
-    (r"usage:|required option|required command|unknown command|--help", "a required argument or subcommand"),
-    (r"api_key|api key|token|credential|unauthori[sz]ed|\b401\b|oauth|auth", "credentials or an OAuth file"),
-    (r"modulenotfounderror|importerror|cannot find module|err_module_not_found", "a module the installed tree lacks"),
-    (r"econnrefused|getaddrinfo|enotfound|connection refused|connecterror|timed out", "a service or the network at start"),
-    (r"config|not set|missing|environment variable|must be set|no such file|enoent|does not exist", "a config file or variable"),
-    (r"requires node|node\.js \d+ or later|requires python|syntaxerror", "a runtime version"),
-]
 
 
 def stderr_of(probe_dir):
@@ -80,10 +47,7 @@ def why(member, campaign):
     text = stderr_of(campaign / member["dir"]).lower()
     if not text.strip():
         return "nothing on stderr: " + ("no answer to initialize" if "no answer" in member["detail"] else "exited")
-    for pattern, name in WHY:
-        if re.search(pattern, text, re.I):
-            return name
-    return "another start-up refusal"
+    return why_not_started(text)
 
 
 def main(campaign, map_json):

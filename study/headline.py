@@ -18,35 +18,15 @@ import re
 import sys
 
 # study/select.py would shadow the standard `select` module.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+STUDY_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != STUDY_DIR] + [STUDY_DIR]
 import tomllib  # noqa: E402
 from collections import Counter, defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from receiptlog import why_not_started  # noqa: E402
+
 csv.field_size_limit(1 << 30)
-
-# Why a target was not audited, from the stderr lines its map row quotes: the first
-# matching class names it (the classes of study/figures.py, plus the two outcomes vac
-# itself tells apart: no answer to initialize, stdout that is not JSON-RPC).
-WHY = [
-    (r"not json-rpc", "printed something other than JSON-RPC (a CLI, an HTTP server)"),
-    (r"requires node|node\.js \d+ or later|node\.js v\d+|does not provide an export", "a runtime version (Node 22)"),
-    (r"modulenotfounderror|importerror|cannot find module|err_module_not_found|no module named", "a module the installed tree lacks"),
-    (r"usage:|required option|required command|unknown command|--help", "a required argument or subcommand"),
-    (r"api_key|api key|token|credential|unauthori[sz]ed|\b401\b|oauth|auth", "credentials or an account"),
-    (r"econnrefused|getaddrinfo|enotfound|connection refused|connecterror|not reachable|sslerror|certificate|fetch failed|timed out|download", "a service or the network"),
-    (r"config|not set|missing|environment variable|must be set|no such file|enoent|does not exist", "a config file or variable"),
-    (r"no answer within", "no answer to initialize"),
-]
-
-
-def why(detail: str) -> str:
-    text = detail.lower()
-    for pattern, name in WHY:
-        if re.search(pattern, text):
-            return name
-    return "another start-up failure"
-
 
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
@@ -81,7 +61,7 @@ def main(results: Path, catalogue: Path):
     audited = [s for s in study if s["tools"]]
     not_audited = [s for s in study if not s["tools"]]
     print("### Servers by outcome\n")
-    reasons = Counter(why(" ".join(n["detail"] for n in s["not_audited"])) for s in not_audited)
+    reasons = Counter(why_not_started(" ".join(n["detail"] for n in s["not_audited"])) for s in not_audited)
     rows = [("audited", len(audited), f"{100 * len(audited) / max(1, len(study)):.1f} %")]
     rows += [(f"not audited: {r}", n, f"{100 * n / max(1, len(study)):.1f} %") for r, n in reasons.most_common()]
     print(table(["outcome", "servers", "share"], rows))
