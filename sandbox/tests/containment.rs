@@ -60,7 +60,7 @@ async fn hostile_writes_are_all_witnessed_and_the_host_is_untouched() {
         .unwrap();
     let mut running = sandbox.spawn().unwrap();
     let mut events = running.take_events().unwrap();
-    let pidns = std::fs::read_link(format!("/proc/{}/ns/pid", running.init_pid())).unwrap();
+    let pidns = PidNs::of(running.init_pid());
     let (stdout, stderr) = (running.take_stdout(), running.take_stderr());
     let (out, err) = tokio::join!(read_all(stdout), read_all(stderr));
     assert!(out.contains("parent-done"), "stdout {out:?} stderr {err:?}");
@@ -85,7 +85,7 @@ async fn hostile_writes_are_all_witnessed_and_the_host_is_untouched() {
 
     let stopped = running.stop().unwrap();
     assert!(
-        processes_in_pidns(&pidns.to_string_lossy()).is_empty(),
+        pidns.processes().is_empty(),
         "a process of the run survived teardown"
     );
     let report = stopped.witness().collect().unwrap();
@@ -137,17 +137,17 @@ async fn daemons_still_running_at_teardown_are_killed() {
     // The daemons let go of stdout so the reader below sees EOF when the parent exits.
     let script = "setsid sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 & setsid sh -c 'trap \"\" TERM HUP; while :; do sleep 1; done' >/dev/null 2>&1 & echo started";
     let mut running = shell(script).build().unwrap().spawn().unwrap();
-    let pidns = std::fs::read_link(format!("/proc/{}/ns/pid", running.init_pid())).unwrap();
+    let pidns = PidNs::of(running.init_pid());
     let out = read_all(running.take_stdout()).await;
     assert!(out.contains("started"));
     running.wait().await;
     assert!(
-        processes_in_pidns(&pidns.to_string_lossy()).len() >= 3,
+        pidns.processes().len() >= 3,
         "init and two daemons should be alive"
     );
     let stopped = running.stop().unwrap();
     assert!(
-        processes_in_pidns(&pidns.to_string_lossy()).is_empty(),
+        pidns.processes().is_empty(),
         "a daemon survived teardown"
     );
     drop(stopped);

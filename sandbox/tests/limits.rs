@@ -63,7 +63,7 @@ async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
         .build()
         .unwrap();
     let running = sandbox.spawn().unwrap();
-    let pidns = std::fs::read_link(format!("/proc/{}/ns/pid", running.init_pid())).unwrap();
+    let pidns = PidNs::of(running.init_pid());
     // Wait for the kernel to refuse a fork: the limit did its work.
     let refused = tokio::time::timeout(Duration::from_secs(60), async {
         while running.limit_hits().pids == 0 {
@@ -72,11 +72,11 @@ async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
     })
     .await;
     assert!(refused.is_ok(), "the pids limit was never hit");
-    assert!(processes_in_pidns(&pidns.to_string_lossy()).len() <= 32);
+    assert!(pidns.processes().len() <= 32);
     let stopped = running.stop().unwrap();
     assert!(stopped.limit_hits().pids > 0);
     assert!(
-        processes_in_pidns(&pidns.to_string_lossy()).is_empty(),
+        pidns.processes().is_empty(),
         "part of the bomb survived"
     );
 }

@@ -51,21 +51,41 @@ pub fn host_hash(path: &Path) -> String {
     }
 }
 
-/// Processes on the host whose pid namespace is `pidns` (an inode from /proc/PID/ns/pid).
-pub fn processes_in_pidns(pidns: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
-            .map(|l| l.to_string_lossy() == pidns)
-            .unwrap_or(false)
-        {
-            found.push(pid);
+/// A run's pid namespace, held open so that its inode number cannot be given to another
+/// namespace while a test asks which processes are in it: once the last process of a namespace
+/// is gone the kernel frees the number, and a sandbox started by a concurrent test may get it.
+pub struct PidNs {
+    link: String,
+    _held: std::fs::File,
+}
+
+impl PidNs {
+    pub fn of(pid: impl std::fmt::Display) -> Self {
+        let path = format!("/proc/{pid}/ns/pid");
+        let held = std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+        let link = std::fs::read_link(&path).unwrap_or_else(|e| panic!("readlink {path}: {e}"));
+        PidNs {
+            link: link.to_string_lossy().into_owned(),
+            _held: held,
         }
     }
-    found
+
+    /// Processes on the host whose pid namespace is this one.
+    pub fn processes(&self) -> Vec<i32> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                .map(|l| l.to_string_lossy() == self.link)
+                .unwrap_or(false)
+            {
+                found.push(pid);
+            }
+        }
+        found
+    }
 }
 
 /// Changes whose path is under `prefix`, rendered one per line for assertion messages.
