@@ -146,10 +146,7 @@ async fn daemons_still_running_at_teardown_are_killed() {
         "init and two daemons should be alive"
     );
     let stopped = running.stop().unwrap();
-    assert!(
-        pidns.processes().is_empty(),
-        "a daemon survived teardown"
-    );
+    assert!(pidns.processes().is_empty(), "a daemon survived teardown");
     drop(stopped);
 }
 

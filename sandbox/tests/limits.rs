@@ -75,10 +75,7 @@ async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
     assert!(pidns.processes().len() <= 32);
     let stopped = running.stop().unwrap();
     assert!(stopped.limit_hits().pids > 0);
-    assert!(
-        pidns.processes().is_empty(),
-        "part of the bomb survived"
-    );
+    assert!(pidns.processes().is_empty(), "part of the bomb survived");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
