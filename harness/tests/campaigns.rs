@@ -144,6 +144,23 @@ fn a_campaign_of_the_fixtures_repeats_verifies_and_reruns_to_the_same_grid() {
     sorted.sort();
     assert_eq!(order, sorted);
     assert_eq!(order.len(), 9);
+    // The probes are checked on every core at once and reported in the campaign's order,
+    // with what the check covered and where its time went.
+    let stdout = String::from_utf8_lossy(&verify.stdout);
+    let reported: Vec<usize> = members(&dir)
+        .iter()
+        .map(|m| {
+            let line = format!("{}: ", dir.join(m["dir"].as_str().unwrap()).display());
+            stdout.find(&line).expect(&line)
+        })
+        .collect();
+    assert!(reported.is_sorted(), "{stdout}");
+    assert!(
+        stdout.contains("MB of probe receipts (log and blobs, unpacked)")
+            && stdout.contains("the chain check")
+            && stdout.contains("the re-grading"),
+        "{stdout}"
+    );
 
     let first = grid(&dir);
     // Every cell holds its three repetitions and says whether they agree.

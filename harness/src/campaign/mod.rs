@@ -769,7 +769,9 @@ pub fn members(dir: &Path) -> Result<Vec<Member>, RunError> {
 }
 
 /// A sealed campaign log's chain, verified, and the members it lists.
-fn verified_members(dir: &Path) -> Result<(vac_receipts::VerifyReport, Vec<Member>), RunError> {
+pub(crate) fn verified_members(
+    dir: &Path,
+) -> Result<(vac_receipts::VerifyReport, Vec<Member>), RunError> {
     let report =
         vac_receipts::verify(dir, &vac_receipts::VerifyOptions::default()).map_err(|e| {
             RunError::NotCampaign {

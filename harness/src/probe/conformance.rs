@@ -102,21 +102,19 @@ impl Conformance {
         match parse_line(bytes) {
             Parsed::Garbage(why) => self.note(&MALFORMED, run, seq, text(), Some(why)),
             Parsed::Message(_) | Parsed::UnknownNotification => {
-                let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
-                    return None;
-                };
-                if value.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+                let head = Head::of(bytes)?;
+                if head.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
                     let why = "no \"jsonrpc\": \"2.0\"".to_owned();
                     self.note(&MALFORMED, run, seq, text(), Some(why));
                 }
-                let method = value.get("method").and_then(Value::as_str);
-                match (method, value.get("id")) {
+                let method = head.method.as_ref().and_then(Value::as_str);
+                match (method, &head.id) {
                     (Some(method), Some(_)) if method.starts_with("notifications/") => {
                         self.note(&NOTIFICATION_ID, run, seq, text(), None)
                     }
                     // JSON-RPC answers with a null id an error whose request it could not
                     // read; servers use it for errors outside any request (an HTTP 400).
-                    (None, Some(Value::Null)) if value.get("error").is_some() => {}
+                    (None, Some(Value::Null)) if head.error => {}
                     (None, Some(id)) => {
                         let pending = self.answered.entry(run.to_owned()).or_default();
                         if pending.len() < MAX_PENDING {
@@ -225,6 +223,50 @@ fn note(
         }
         entry.first = Some(first);
     }
+}
+
+/// The members of a message conformance looks at, read without building the rest (a
+/// listing's tools, a result's content): a member present with `null` is `Some(Null)`.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "flag")]
+    error: bool,
+}
+
+impl Head {
+    /// The head of a JSON text; one the short reading refuses (not an object, a member given
+    /// twice) is read whole, as a JSON value (which keeps the last of each member).
+    fn of(bytes: &[u8]) -> Option<Head> {
+        // Only an object: a derived reading would take an array's items as the members.
+        let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if let Some(head) = object
+            .then(|| serde_json::from_slice::<Head>(bytes).ok())
+            .flatten()
+        {
+            return Some(head);
+        }
+        let value = serde_json::from_slice::<Value>(bytes).ok()?;
+        Some(Head {
+            jsonrpc: value.get("jsonrpc").cloned(),
+            method: value.get("method").cloned(),
+            id: value.get("id").cloned(),
+            error: value.get("error").is_some(),
+        })
+    }
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
 }
 
 fn excerpt(bytes: &[u8]) -> String {

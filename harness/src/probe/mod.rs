@@ -42,7 +42,9 @@ use contract::manifest;
 pub use event::EventError;
 pub use plan::{Isolation, UnknownIsolation, has_path_argument, plan_tool, plan_witness};
 pub use record::campaign_start;
-pub use replay::{Regraded, ReplayError, VerdictMismatch, check_verdicts, observe_case, report};
+pub use replay::{
+    CheckTimings, Regraded, ReplayError, VerdictMismatch, check_verdicts, observe_case, report,
+};
 pub use report::{NoiseSeen, ProbeReport};
 pub use run::Quiet;
 pub use target::Target;

@@ -88,10 +88,10 @@ pub(crate) struct Recorded {
     pub(crate) contract: Option<vac_receipts::Contract>,
     pub(crate) plan: Option<ProbePlan>,
     pub(crate) runs: Vec<RunOutput>,
-    /// The verdict records with their sequence numbers ([`read_with_verdicts`] only:
+    /// The verdict records with their sequence numbers ([`check_verdicts`] only:
     /// grading never reads them, and a large manifest's hold tens of megabytes).
     pub(crate) verdicts: Vec<(u64, vac_receipts::Verdict)>,
-    /// The behaviour profile's `effect` records ([`read_with_verdicts`] only).
+    /// The behaviour profile's `effect` records ([`check_verdicts`] only).
     pub(crate) profile: Vec<(u64, vac_receipts::Effect)>,
     /// Server-to-client frames that were text but not JSON-RPC (`protocol.stdout_clean`).
     pub(crate) noise: NoiseSeen,
@@ -114,25 +114,98 @@ fn recorded_env(config: &serde_json::Value) -> Vec<(String, String)> {
 /// Reads a receipt log (verified or not: the caller decides) into [`Recorded`], all but
 /// its verdict records: what grading reads.
 pub(crate) fn read(dir: &Path) -> Result<Recorded, ReplayError> {
-    read_log(dir, false)
-}
-
-/// Like [`read`], with the verdict records: what checking them against a regrading reads.
-fn read_with_verdicts(dir: &Path) -> Result<Recorded, ReplayError> {
-    read_log(dir, true)
-}
-
-fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
     let failed = |source| ReplayError::Read {
         dir: dir.to_path_buf(),
         source,
     };
     let log = ReceiptLog::open(dir).map_err(failed)?;
-    let mut recorded = Recorded::default();
-    let mut open: Option<RunBuilder> = None;
-    let mut manifests = Manifests::new();
+    let mut fold = Fold::new(dir, log.clone(), false);
     for entry in log.entries().map_err(failed)? {
-        let record = entry.map_err(failed)?.record;
+        fold.push(entry.map_err(failed)?)?;
+    }
+    Ok(fold.recorded)
+}
+
+/// Verifies a receipt directory's chain and blobs and folds it into [`Recorded`] in the
+/// same pass over its log: what `vac report` and `vac verify` read. A log that does not
+/// verify is [`ReplayError::Broken`] whatever its records hold.
+pub(crate) fn read_verified(dir: &Path, verdicts: bool) -> Result<Verified, ReplayError> {
+    let failed = |source| ReplayError::Read {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let started = std::time::Instant::now();
+    let log = ReceiptLog::open(dir).map_err(failed)?;
+    let mut fold = Fold::new(dir, log, verdicts);
+    let mut folding = std::time::Duration::ZERO;
+    let mut refused = None;
+    let chain = vac_receipts::verify_each(dir, &vac_receipts::VerifyOptions::default(), |entry| {
+        if refused.is_none() {
+            let at = std::time::Instant::now();
+            refused = fold.push(entry).err();
+            folding += at.elapsed();
+        }
+    })
+    .map_err(|source| ReplayError::Broken {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    if let Some(error) = refused {
+        return Err(error);
+    }
+    let pass = started.elapsed();
+    Ok(Verified {
+        chain,
+        recorded: fold.recorded,
+        chain_time: pass.saturating_sub(folding),
+        fold_time: folding,
+    })
+}
+
+/// A verified log folded into [`Recorded`], with what the chain check covered and how
+/// the pass's time divides between checking the chain and folding the records.
+pub(crate) struct Verified {
+    pub(crate) chain: vac_receipts::VerifyReport,
+    pub(crate) recorded: Recorded,
+    /// Reading, hashing and parsing the log, and re-hashing its blobs.
+    pub(crate) chain_time: std::time::Duration,
+    /// Folding the parsed records into runs and their evidence.
+    pub(crate) fold_time: std::time::Duration,
+}
+
+/// Folds a log's records, one at a time and in order, into [`Recorded`].
+struct Fold<'a> {
+    dir: &'a Path,
+    log: ReceiptLog,
+    verdicts: bool,
+    recorded: Recorded,
+    open: Option<RunBuilder>,
+    manifests: Manifests,
+}
+
+impl<'a> Fold<'a> {
+    fn new(dir: &'a Path, log: ReceiptLog, verdicts: bool) -> Self {
+        Fold {
+            dir,
+            log,
+            verdicts,
+            recorded: Recorded::default(),
+            open: None,
+            manifests: Manifests::new(),
+        }
+    }
+
+    fn push(&mut self, entry: vac_receipts::Entry) -> Result<(), ReplayError> {
+        let Fold {
+            dir,
+            log,
+            verdicts,
+            recorded,
+            open,
+            manifests,
+        } = self;
+        let (dir, verdicts) = (*dir, *verdicts);
+        let record = entry.record;
         let seq = record.seq;
         match record.body {
             Body::CampaignStart(start) => recorded.env = recorded_env(&start.config),
@@ -143,7 +216,7 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
                     vac_receipts::Role::Subject => Role::Subject,
                     vac_receipts::Role::Relaunch => Role::Relaunch,
                 };
-                open = Some(RunBuilder::new(start.run_id, role, None));
+                *open = Some(RunBuilder::new(start.run_id, role, None));
             }
             Body::SandboxConfig(config) => {
                 if let Some(run) = open.as_mut().filter(|r| r.id() == config.run_id) {
@@ -195,7 +268,7 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
             Body::RunEnd(end) => {
                 if let Some(run) = open.take_if(|r| r.id() == end.run_id) {
                     let mut output = run.finish();
-                    share_manifests(&mut output, &mut manifests);
+                    share_manifests(&mut output, manifests);
                     recorded.runs.push(output);
                 }
             }
@@ -224,7 +297,7 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
                         let conformance = &mut recorded.conformance;
                         conformance.truncated(&frame.run_id, seq, frame.bytes.len);
                     }
-                    continue;
+                    return Ok(());
                 }
                 let bytes =
                     log.payload_bytes(&frame.bytes)
@@ -235,7 +308,7 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
                         })?;
                 if frame.direction != FromServer {
                     recorded.conformance.sent(&frame.run_id, seq, &bytes);
-                    continue;
+                    return Ok(());
                 }
                 let noise = recorded.conformance.received(&frame.run_id, seq, &bytes);
                 // Text that is not JSON-RPC is stdout's noise; over HTTP a body that is not a
@@ -260,8 +333,8 @@ fn read_log(dir: &Path, verdicts: bool) -> Result<Recorded, ReplayError> {
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(recorded)
 }
 
 /// Grades what the receipts hold. `receipts` and `head` are what the report names.
@@ -498,9 +571,12 @@ fn malformed_error(tool: &MalformedTool) -> RunError {
 
 /// Verifies a receipt directory, then grades it: what `vac report` shows.
 pub fn report(dir: &Path) -> Result<ProbeReport, ReplayError> {
-    let head = verified_head(dir)?;
-    let recorded = read(dir)?;
-    grade(&recorded, &canonical(dir), head)
+    let verified = read_verified(dir, false)?;
+    grade(
+        &verified.recorded,
+        &canonical(dir),
+        verified.chain.head.to_hex(),
+    )
 }
 
 /// A verdict record the recorded evidence does not support.
@@ -524,6 +600,18 @@ pub struct Regraded {
     pub mismatches: Vec<VerdictMismatch>,
     /// [`vac_contracts::RULES`] as the plan records it (0 before it was recorded).
     pub graded_under: u32,
+    /// What the chain check covered.
+    pub chain: vac_receipts::VerifyReport,
+    pub timings: CheckTimings,
+}
+
+/// Where the time of checking one receipt directory went.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CheckTimings {
+    /// Reading, hashing and parsing the log and re-hashing its blobs: the chain check.
+    pub chain: std::time::Duration,
+    /// Folding the records into runs and evidence, grading them and comparing verdicts.
+    pub regrade: std::time::Duration,
 }
 
 impl Regraded {
@@ -537,12 +625,23 @@ impl Regraded {
 /// Re-grades a verified directory and compares the verdict records the probe wrote with
 /// what the recorded observations give, cell for cell.
 pub fn check_verdicts(dir: &Path) -> Result<Regraded, ReplayError> {
-    let head = verified_head(dir)?;
-    let recorded = read_with_verdicts(dir)?;
+    let Verified {
+        chain,
+        recorded,
+        chain_time,
+        fold_time,
+    } = read_verified(dir, true)?;
+    let grading = std::time::Instant::now();
+    let head = chain.head.to_hex();
     let graded_under = recorded.plan.as_ref().map_or(0, |p| p.rules);
     let regraded = |mismatches| Regraded {
         mismatches,
         graded_under,
+        chain: chain.clone(),
+        timings: CheckTimings {
+            chain: chain_time,
+            regrade: fold_time + grading.elapsed(),
+        },
     };
     let report = match grade(&recorded, dir, head) {
         // A log with no verdict records and nothing to grade (a crash before the contract,
