@@ -94,4 +94,8 @@ pub const DERIVED_NAMES: [&str; 2] = [
 ///   (`kubernetes` → `127.0.0.1:8080`; `service.rs` `VENDOR_DOMAINS`, `LOCAL_SERVICES`).
 /// - 5: a UI resource's page (MCP Apps, `ui://`) is not read for instructions
 ///   (`detect::instructions_in_result`).
-pub const RULES: u32 = 5;
+/// - 6: a host's public suffix is the Public Suffix List's, private section included (a
+///   hosting platform's `fly.dev`, `github.io`); a server's name with more than one word is
+///   also a host label (`cfpb-complaints-analysis.fly.dev`); a server's own-state places
+///   cover the directory itself and the XDG parents made for it (`service.rs`).
+pub const RULES: u32 = 6;

@@ -192,30 +192,19 @@ fn endpoint(pattern: &str) -> Result<Endpoint, PatternError> {
     })
 }
 
-/// Where a host name's public suffix starts (the dot before it): its last label, or its
-/// last two where a country code has second-level domains (`co.uk`, `com.cn`, `ac.jp`).
-/// `None` for a name of one label or an address, which have no registrable domain. A rule
-/// of thumb, not the Public Suffix List: it errs towards a longer suffix only for the
-/// second-level names below, under two-letter codes.
+/// Where a host name's public suffix starts (the dot before it), by the Public Suffix List
+/// with its private section: a hosting platform's domain (`fly.dev`, `github.io`) is a
+/// suffix, so `app.fly.dev` less its suffix is `app`. `None` for a name of one label, an
+/// address, or a name that is its own suffix, which have no registrable domain.
 fn suffix(host: &str) -> Option<usize> {
-    const SECOND_LEVEL: &[&str] = &[
-        "co", "com", "ac", "org", "net", "gov", "edu", "or", "ne", "go", "gob", "nic", "mil",
-    ];
     let host = host.trim_end_matches('.');
-    if host.parse::<std::net::IpAddr>().is_ok() {
+    if host.parse::<std::net::IpAddr>().is_ok() || host.split('.').any(str::is_empty) {
         return None;
     }
-    let labels: Vec<&str> = host.split('.').collect();
-    if labels.len() < 2 || labels.iter().any(|l| l.is_empty()) {
-        return None;
-    }
-    let last = labels[labels.len() - 1];
-    let second = labels[labels.len() - 2];
-    let two = labels.len() >= 3
-        && last.len() == 2
-        && SECOND_LEVEL.contains(&second.to_ascii_lowercase().as_str());
-    let kept = labels.len() - if two { 2 } else { 1 };
-    Some(labels[..kept].iter().map(|l| l.len() + 1).sum::<usize>() - 1)
+    let lower = host.to_ascii_lowercase();
+    let suffix = psl::suffix(lower.as_bytes())?;
+    let len = suffix.as_bytes().len();
+    (len < lower.len()).then(|| lower.len() - len - 1)
 }
 
 #[cfg(test)]
@@ -279,6 +268,24 @@ mod tests {
             "pinecone",
             "142.59.162.43:443",
             "api.pinecone.io.evil.com",
+        ] {
+            assert!(!m.allows(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn a_hosting_platforms_domain_is_a_public_suffix() {
+        // The Public Suffix List's private section: an app on a platform is its own domain.
+        let m = matcher(
+            PatternKind::Endpoints,
+            &["complaints-analysis.%", "*.github.%"],
+        );
+        assert!(m.allows("complaints-analysis.fly.dev:443"));
+        assert!(m.allows("api.github.com"));
+        for refused in [
+            "complaints-analysis.evil.com",
+            "someone.github.io",
+            "complaints-analysis.fly.dev.evil.com",
         ] {
             assert!(!m.allows(refused), "{refused}");
         }

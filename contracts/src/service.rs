@@ -25,6 +25,10 @@
 pub struct Service {
     /// Words that name the server (lower case, sorted, unique).
     pub names: Vec<String>,
+    /// The server's name as one host label, where it has more than one word that is not
+    /// generic (`cfpb-complaints-analysis`: its own deployment at
+    /// `cfpb-complaints-analysis.fly.dev`; lower case, sorted, unique).
+    pub labels: Vec<String>,
     /// Hosts its configuration names (lower case, sorted, unique).
     pub hosts: Vec<String>,
     /// Directories its installation occupies (sorted, unique).
@@ -204,17 +208,16 @@ impl Service {
     /// started by `command` (its words, as recorded) with `env` (name, value) set.
     pub fn of(name: Option<&str>, command: &[String], env: &[(String, String)]) -> Service {
         let mut names = Vec::new();
+        let mut labels = Vec::new();
         // Every word, however short: `aws` and `k8s` name a vendor and a service.
         let mut words = Vec::new();
-        if let Some(name) = name {
-            names.extend(naming_words(name));
-            words.extend(crate::name_words(name));
-        }
-        if let Some(entry) = entry_point(command) {
-            for part in entry_parts(entry) {
-                names.extend(naming_words(part));
-                words.extend(crate::name_words(part));
-            }
+        let parts = name
+            .into_iter()
+            .chain(entry_point(command).into_iter().flat_map(entry_parts));
+        for part in parts {
+            names.extend(naming_words(part));
+            labels.extend(label(part));
+            words.extend(crate::name_words(part));
         }
         let mut domains: Vec<String> = VENDOR_DOMAINS
             .iter()
@@ -242,6 +245,7 @@ impl Service {
             command.iter().filter_map(|w| installation(w)).collect();
         for list in [
             &mut names,
+            &mut labels,
             &mut hosts,
             &mut installations,
             &mut domains,
@@ -252,6 +256,7 @@ impl Service {
         }
         Service {
             names,
+            labels,
             hosts,
             installations,
             domains,
@@ -262,6 +267,7 @@ impl Service {
     /// Whether the server names nothing it exists for.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+            && self.labels.is_empty()
             && self.hosts.is_empty()
             && self.installations.is_empty()
             && self.domains.is_empty()
@@ -269,12 +275,12 @@ impl Service {
     }
 
     /// `net.egress` patterns for the service: each configured host, every host under a
-    /// registrable domain a name spells (`pinecone` → `pinecone.%`, `*.pinecone.%`: any
-    /// public suffix, `pattern.rs`), every host under a vendor's domains, and the loopback
-    /// endpoints of a local service.
+    /// registrable domain a name or the name's label spells (`pinecone` → `pinecone.%`,
+    /// `*.pinecone.%`: any public suffix, a hosting platform's included, `pattern.rs`),
+    /// every host under a vendor's domains, and the loopback endpoints of a local service.
     pub(crate) fn egress(&self) -> Vec<String> {
         let mut patterns = self.hosts.clone();
-        for name in &self.names {
+        for name in self.names.iter().chain(&self.labels) {
             patterns.push(format!("{name}.%"));
             patterns.push(format!("*.{name}.%"));
         }
@@ -289,7 +295,10 @@ impl Service {
     /// `fs.write` patterns for the server's own state in `lab`: its installation, unless
     /// it lies in the lab or holds it (a script in the working directory makes the user's
     /// files no state of the server's), and the directories named after it under the home
-    /// (`~/.NAME…`, `~/.config/NAME…`, `~/.local/share/NAME…`, `~/.local/state/NAME…`).
+    /// (`~/.NAME…`, `~/.config/NAME…`, `~/.local/share/NAME…`, `~/.local/state/NAME…`), each
+    /// the directory itself and what it holds, with the XDG parents (`~/.config`,
+    /// `~/.local`, `~/.local/share`, `~/.local/state`) that making it may create — those
+    /// as directories' own entries only, never what else they hold.
     pub(crate) fn state(&self, lab: &crate::LabPaths) -> Vec<String> {
         let home = lab.home.trim_end_matches('/');
         let places = [&lab.lab, &lab.home, &lab.work, &lab.tmp];
@@ -308,7 +317,13 @@ impl Service {
             .collect();
         for name in &self.names {
             for under in [".", ".config/", ".local/share/", ".local/state/"] {
+                patterns.push(format!("{home}/{under}{name}*"));
                 patterns.push(format!("{home}/{under}{name}*/**"));
+            }
+        }
+        if !self.names.is_empty() {
+            for parent in [".config", ".local", ".local/share", ".local/state"] {
+                patterns.push(format!("{home}/{parent}"));
             }
         }
         patterns
@@ -320,6 +335,12 @@ impl Service {
         let mut parts = Vec::new();
         if !self.names.is_empty() {
             parts.push(format!("its name says {}", quoted(&self.names)));
+        }
+        if !self.labels.is_empty() {
+            parts.push(format!(
+                "its name as a host label is {}",
+                quoted(&self.labels)
+            ));
         }
         if !self.domains.is_empty() {
             parts.push(format!(
@@ -362,6 +383,23 @@ fn naming_words(name: &str) -> Vec<String> {
         .filter(|w| w.chars().all(|c| c.is_ascii_alphanumeric()))
         .filter(|w| !GENERIC.contains(&w.as_str()))
         .collect()
+}
+
+/// A name as one host label: its words less generic ones, joined by `-`, where at least
+/// two remain and one of them names a service (`cfpb-complaints-analysis`; not
+/// `bitbucket-mcp-server`, whose one word is already a name).
+fn label(name: &str) -> Option<String> {
+    let words: Vec<String> = crate::name_words(name)
+        .into_iter()
+        .filter(|w| !GENERIC.contains(&w.as_str()))
+        .collect();
+    let names_one = !naming_words(name).is_empty();
+    (words.len() >= 2
+        && names_one
+        && words
+            .iter()
+            .all(|w| w.chars().all(|c| c.is_ascii_alphanumeric())))
+    .then(|| words.join("-"))
 }
 
 /// The word of a command that is the server: past launchers, their options and `-m`'s
@@ -586,6 +624,55 @@ mod tests {
         assert_eq!(s.installations, ["/srv/app"]);
         let s = Service::of(None, &words("/usr/local/bin/thing"), &[]);
         assert!(s.installations.is_empty());
+    }
+
+    #[test]
+    fn a_name_of_several_words_is_also_a_host_label() {
+        let s = Service::of(
+            Some("cfpb-complaints-analysis"),
+            &words("/opt/s/pypi/x/bin/cfpb-complaints-analysis"),
+            &[],
+        );
+        assert_eq!(s.labels, ["cfpb-complaints-analysis"]);
+        assert!(
+            s.egress()
+                .contains(&"cfpb-complaints-analysis.%".to_owned())
+        );
+        // Generic words are left out; one word left is a name, not a label.
+        let s = Service::of(Some("bitbucket-mcp-server"), &words("node index.js"), &[]);
+        assert!(s.labels.is_empty());
+        let s = Service::of(Some("awslabs.memcached-mcp-server"), &[], &[]);
+        assert_eq!(s.labels, ["awslabs-memcached"]);
+        // Nothing but generic and short words: no label.
+        let s = Service::of(Some("mcp-server-ai-x"), &[], &[]);
+        assert!(s.labels.is_empty());
+    }
+
+    #[test]
+    fn own_state_is_the_directory_itself_what_it_holds_and_the_xdg_parents() {
+        let lab = crate::LabPaths::at("/lab");
+        let s = Service::of(Some("kyoo"), &[], &[]);
+        let state = s.state(&lab);
+        let home = lab.home.trim_end_matches('/');
+        let set =
+            crate::pattern::Matcher::compile(crate::pattern::PatternKind::Paths, &state).unwrap();
+        for allowed in [
+            ".local",
+            ".local/share",
+            ".local/share/kyoo",
+            ".local/share/kyoo/db.sqlite",
+            ".config/kyoo.toml",
+            ".kyoo",
+        ] {
+            assert!(set.allows(&format!("{home}/{allowed}")), "{allowed}");
+        }
+        for refused in [
+            ".local/share/other/x",
+            ".config/autostart/x.desktop",
+            ".bashrc",
+        ] {
+            assert!(!set.allows(&format!("{home}/{refused}")), "{refused}");
+        }
     }
 
     #[test]
