@@ -496,11 +496,17 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
                 Clause::FsRead if declared.basis == derive::NO_SCOPE => {
                     match words.says(READS, "reading files") {
                         Said::Yes(_) => (declared.rule, declared.basis),
-                        Said::No(why) => (
-                            Rule::Restricted {
-                                allowed: scratch(lab),
-                            },
-                            format!("intent: {why}; temporary files and caches only"),
+                        // Its own configuration, tokens and pid files are the server's to
+                        // read, as its own state is to write; credentials stay forbidden.
+                        Said::No(why) => own_state(
+                            (
+                                Rule::Restricted {
+                                    allowed: scratch(lab),
+                                },
+                                format!("intent: {why}; temporary files and caches only"),
+                            ),
+                            service,
+                            lab,
                         ),
                     }
                 }
@@ -525,6 +531,19 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
                 Clause::NetEgress if declared.rule == Rule::NothingPromised => {
                     secrets_stay(declared.basis)
                 }
+                // `openWorldHint: false` says the tool's domain is closed (the MCP
+                // specification: a memory tool's world is closed, a web search's open), not
+                // that it never connects: the service the server exists for is its domain.
+                Clause::NetEgress if !service.egress().is_empty() => (
+                    Rule::Restricted {
+                        allowed: service.egress(),
+                    },
+                    format!(
+                        "{} (a closed domain: the server's service only: {}); {UNIVERSAL_EGRESS}",
+                        declared.basis,
+                        service.says()
+                    ),
+                ),
                 Clause::NetListen if !a.read_only_hint().declared => {
                     match words.says(LISTENS, "listening") {
                         Said::Yes(why) => (Rule::NothingPromised, format!("intent: {why}")),

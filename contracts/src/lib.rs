@@ -98,4 +98,8 @@ pub const DERIVED_NAMES: [&str; 2] = [
 ///   hosting platform's `fly.dev`, `github.io`); a server's name with more than one word is
 ///   also a host label (`cfpb-complaints-analysis.fly.dev`); a server's own-state places
 ///   cover the directory itself and the XDG parents made for it (`service.rs`).
-pub const RULES: u32 = 6;
+/// - 7: `openWorldHint: false` allows the server's service (a closed domain, the MCP
+///   specification's meaning) in intent mode, no other host; a tool with no word for
+///   reading may read the server's own state (credentials stay forbidden); a name's label
+///   is also a state directory's name (`~/.oi-browser`; `intent.rs`, `service.rs`).
+pub const RULES: u32 = 7;

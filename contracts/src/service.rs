@@ -25,9 +25,9 @@
 pub struct Service {
     /// Words that name the server (lower case, sorted, unique).
     pub names: Vec<String>,
-    /// The server's name as one host label, where it has more than one word that is not
-    /// generic (`cfpb-complaints-analysis`: its own deployment at
-    /// `cfpb-complaints-analysis.fly.dev`; lower case, sorted, unique).
+    /// The server's name as one label, where it has more than one word that is not generic:
+    /// a host label (`cfpb-complaints-analysis.fly.dev`, its own deployment) and a state
+    /// directory's name (`~/.oi-browser`; lower case, sorted, unique).
     pub labels: Vec<String>,
     /// Hosts its configuration names (lower case, sorted, unique).
     pub hosts: Vec<String>,
@@ -294,7 +294,8 @@ impl Service {
 
     /// `fs.write` patterns for the server's own state in `lab`: its installation, unless
     /// it lies in the lab or holds it (a script in the working directory makes the user's
-    /// files no state of the server's), and the directories named after it under the home
+    /// files no state of the server's), and the directories named after it (a name or its
+    /// label) under the home
     /// (`~/.NAME…`, `~/.config/NAME…`, `~/.local/share/NAME…`, `~/.local/state/NAME…`), each
     /// the directory itself and what it holds, with the XDG parents (`~/.config`,
     /// `~/.local`, `~/.local/share`, `~/.local/state`) that making it may create — those
@@ -315,7 +316,7 @@ impl Service {
             .filter(|dir| !overlaps(dir))
             .map(|dir| format!("{}/**", globset::escape(dir)))
             .collect();
-        for name in &self.names {
+        for name in self.names.iter().chain(&self.labels) {
             for under in [".", ".config/", ".local/share/", ".local/state/"] {
                 patterns.push(format!("{home}/{under}{name}*"));
                 patterns.push(format!("{home}/{under}{name}*/**"));
@@ -337,10 +338,7 @@ impl Service {
             parts.push(format!("its name says {}", quoted(&self.names)));
         }
         if !self.labels.is_empty() {
-            parts.push(format!(
-                "its name as a host label is {}",
-                quoted(&self.labels)
-            ));
+            parts.push(format!("its name as one label is {}", quoted(&self.labels)));
         }
         if !self.domains.is_empty() {
             parts.push(format!(
