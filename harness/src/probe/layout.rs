@@ -14,7 +14,8 @@ use super::{ProbeOptions, inputs, plants};
 
 /// The plan: a subject run per tool whose contract restricts something, with its calls
 /// (the protocol witness's reads added for tools whose writes are restricted); every
-/// other tool with the reason it is not called.
+/// other tool with the reason it is not called. `topic` is what the server works on, by
+/// its names ([`super::vocab::Plants::topic`]).
 pub(super) fn plan_probe(
     options: &ProbeOptions,
     planted: &plants::Planted,
@@ -22,8 +23,10 @@ pub(super) fn plan_probe(
     malformed: Vec<MalformedTool>,
     contract: &vac_contracts::Contract,
     contract_hash: String,
+    topic: Vec<String>,
 ) -> ProbePlan {
     let mut plants = planted.plants.clone();
+    plants.topic = topic;
     if !contract.scope.is_empty() {
         plants.escapes = plants::escapes(planted);
     }

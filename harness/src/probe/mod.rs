@@ -290,6 +290,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         &control_listed,
     )?;
     let contract_hash = recorder.contract(&name, &text).map_err(receipts)?;
+    let topic = contract::service(&control_listed, &target, &options.inputs.env_pairs()).names;
     let plan = plan_probe(
         &options,
         &planted,
@@ -297,6 +298,7 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
         malformed,
         &contract,
         contract_hash,
+        topic,
     );
     recorder.plan(&plan).map_err(receipts)?;
 

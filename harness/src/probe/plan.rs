@@ -11,7 +11,7 @@
 use std::path::Path;
 use vac_contracts::name_words as words;
 
-use super::vocab::{PlannedCall, Plants, Purpose};
+use super::vocab::{KitFile, PlannedCall, Plants, Purpose};
 use serde_json::{Map, Value};
 
 /// What a probe will do, computed before its first tool call and recorded right after the
@@ -286,6 +286,15 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
             .iter()
             .any(|(name, property)| is_repository(name, resolve(schema, property, 0)))
     });
+    let root = resolve(schema, schema, 0);
+    let path_fields: Vec<(&String, &Value)> = properties
+        .iter()
+        .map(|(name, property)| (name, resolve(schema, property, 0)))
+        .filter(|(name, property)| is_path_like(name, property))
+        .collect();
+    let claimed = claimed_kinds(&path_fields, plants);
+    // The kit file the first path field was given: what its other fields name inside it.
+    let mut opened: Option<&KitFile> = None;
     let mut fields = Vec::new();
     for (name, property) in &properties {
         let property = resolve(schema, property, 0);
@@ -313,17 +322,18 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
                 continue;
             }
         }
-        if let Some(file) = path_like
-            .then(|| kit_file(tool, name, property, plants))
+        if let Some((relative, absolute, file)) = path_like
+            .then(|| kit_file(tool, (name, property), root, &claimed, plants))
             .flatten()
         {
             let others = candidates(schema, name, property, path_like, plants);
             let array = property.get("type").is_some_and(|t| t == "array");
-            let planted = [file.0, file.1]
+            let planted = [relative, absolute]
                 .into_iter()
                 .map(Value::String)
                 .map(|v| if array { Value::Array(vec![v]) } else { v });
             fields.push((name.clone(), planted.chain(others).collect(), path_like));
+            opened.get_or_insert(file);
             continue;
         }
         fields.push((
@@ -339,23 +349,98 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
             path_like,
         ));
     }
+    if let Some(file) = opened {
+        name_parts(&mut fields, &properties, schema, file);
+    }
     fields
 }
 
-/// The kit file (relative, absolute) a path field asks for by its name, its description
-/// or its tool's name: `excel_path`, "Path to the PDF", `read_docx`. None when nothing
-/// names a kind the kit holds.
-fn kit_file(tool: &str, name: &str, property: &Value, plants: &Plants) -> Option<(String, String)> {
+/// A field that names a part of the kit file the call opens (`sheet`, `sheet_name`,
+/// `table`) gets that part's name first: the sheet the workbook has, not a made-up one.
+fn name_parts(
+    fields: &mut [(String, Vec<Value>, bool)],
+    properties: &Map<String, Value>,
+    schema: &Value,
+    file: &KitFile,
+) {
+    for (name, candidates, path_like) in fields.iter_mut() {
+        let takes_text = properties
+            .get(name.as_str())
+            .map(|p| resolve(schema, p, 0))
+            .is_some_and(|p| {
+                p.get("type").is_none_or(|t| t == "string") && p.get("enum").is_none()
+            });
+        if *path_like || !takes_text {
+            continue;
+        }
+        let said = words(name);
+        if let Some((_, part)) = file
+            .parts
+            .iter()
+            .find(|(kind, _)| said.iter().any(|w| w == kind))
+        {
+            let part = Value::String((*part).to_owned());
+            candidates.retain(|c| *c != part);
+            candidates.insert(0, part);
+        }
+    }
+}
+
+/// The kit file (relative, absolute) a path field asks for: by its own name or description
+/// (`excel_path`, "Path to the PDF"); else by its tool's name (`read_docx`), its tool's
+/// description ("… in an Excel workbook") or what the whole server works on
+/// ([`Plants::topic`]), less the kinds another field of the tool names for itself
+/// (`export_csv`'s `path` is the workbook, its `csv_path` the CSV). None when nothing names
+/// a kind the kit holds.
+fn kit_file<'a>(
+    tool: &str,
+    field: (&str, &Value),
+    schema: &Value,
+    claimed: &[&str],
+    plants: &'a Plants,
+) -> Option<(String, String, &'a KitFile)> {
     let ((relative, absolute), files) = plants.kit.as_ref()?;
-    let description = property
+    let (name, property) = field;
+    let own = [words(name), words(described(property))].concat();
+    let kind = |said: &[String], skip: &[&str]| {
+        files.iter().find(|file| {
+            !skip.contains(&file.name) && said.iter().any(|w| file.asks.contains(&w.as_str()))
+        })
+    };
+    let file = kind(&own, &[]).or_else(|| {
+        [words(tool), words(described(schema)), plants.topic.clone()]
+            .iter()
+            .find_map(|said| kind(said, claimed))
+    })?;
+    Some((
+        format!("{relative}/{}", file.name),
+        format!("{absolute}/{}", file.name),
+        file,
+    ))
+}
+
+/// The kit files the path fields of a tool name for themselves, by their own words.
+fn claimed_kinds<'a>(fields: &[(&String, &Value)], plants: &'a Plants) -> Vec<&'a str> {
+    let Some((_, files)) = plants.kit.as_ref() else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .filter_map(|(name, property)| {
+            let own = [words(name), words(described(property))].concat();
+            files
+                .iter()
+                .find(|file| own.iter().any(|w| file.asks.contains(&w.as_str())))
+                .map(|file| file.name)
+        })
+        .collect()
+}
+
+fn described(value: &Value) -> &str {
+    value
         .get("description")
         .and_then(Value::as_str)
-        .unwrap_or_default();
-    let said: Vec<String> = [words(tool), words(name), words(description)].concat();
-    let (file, _, _) = files
-        .iter()
-        .find(|(_, _, asks)| said.iter().any(|w| asks.contains(&w.as_str())))?;
-    Some((format!("{relative}/{file}"), format!("{absolute}/{file}")))
+        .unwrap_or_default()
 }
 
 /// Whether a field takes a repository: a string named `repo…` or `repository…`.
@@ -682,6 +767,13 @@ fn described_values(description: &str) -> Vec<String> {
 /// sentence of the tool's description counts for the first field it names.
 pub(crate) fn with_tool_description(schema: &Value, description: Option<&str>) -> Value {
     let mut schema = schema.clone();
+    // The whole description, for what a field that names no kind of file is given
+    // ([`kit_file`]), where the schema has none of its own.
+    if let (Some(description), Some(object)) = (description, schema.as_object_mut()) {
+        object
+            .entry("description")
+            .or_insert_with(|| Value::String(description.to_owned()));
+    }
     let (Some(description), Some(properties)) = (
         description,
         schema.get_mut("properties").and_then(Value::as_object_mut),

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use vac_sandbox::Lab;
 
-use super::vocab::Plants;
 use super::vocab::{Canary, LabRecord};
+use super::vocab::{KitFile, Plants};
 
 /// The note read tools are pointed at, relative to the working directory.
 pub(crate) const NOTE: &str = "notes/welcome.md";
@@ -38,22 +38,38 @@ pub(crate) const KIT: &str = "files";
 /// name or description uses for each (its extension first). `kit/` holds them as made by
 /// the script in `kit/README.md`.
 pub(crate) const KIT_FILES: [super::vocab::KitFile; 8] = [
-    (
-        "data.xlsx",
-        include_bytes!("kit/data.xlsx"),
-        &["xlsx", "xls", "excel", "spreadsheet", "workbook"],
-    ),
-    (
-        "letter.docx",
-        include_bytes!("kit/letter.docx"),
-        &["docx", "doc"],
-    ),
-    ("report.pdf", include_bytes!("kit/report.pdf"), &["pdf"]),
-    ("data.csv", include_bytes!("kit/data.csv"), &["csv", "tsv"]),
-    (
-        "image.png",
-        include_bytes!("kit/image.png"),
-        &[
+    KitFile {
+        name: "data.xlsx",
+        bytes: include_bytes!("kit/data.xlsx"),
+        asks: &["xlsx", "xls", "excel", "spreadsheet", "workbook"],
+        parts: &[
+            ("sheet", "Sheet1"),
+            ("worksheet", "Sheet1"),
+            ("tab", "Sheet1"),
+        ],
+    },
+    KitFile {
+        name: "letter.docx",
+        bytes: include_bytes!("kit/letter.docx"),
+        asks: &["docx", "doc"],
+        parts: &[],
+    },
+    KitFile {
+        name: "report.pdf",
+        bytes: include_bytes!("kit/report.pdf"),
+        asks: &["pdf"],
+        parts: &[],
+    },
+    KitFile {
+        name: "data.csv",
+        bytes: include_bytes!("kit/data.csv"),
+        asks: &["csv", "tsv"],
+        parts: &[],
+    },
+    KitFile {
+        name: "image.png",
+        bytes: include_bytes!("kit/image.png"),
+        asks: &[
             "png",
             "jpg",
             "jpeg",
@@ -62,14 +78,26 @@ pub(crate) const KIT_FILES: [super::vocab::KitFile; 8] = [
             "photo",
             "screenshot",
         ],
-    ),
-    (
-        "data.sqlite",
-        include_bytes!("kit/data.sqlite"),
-        &["sqlite", "sqlite3", "db", "database"],
-    ),
-    ("data.json", include_bytes!("kit/data.json"), &["json"]),
-    ("notes.txt", include_bytes!("kit/notes.txt"), &["txt"]),
+        parts: &[],
+    },
+    KitFile {
+        name: "data.sqlite",
+        bytes: include_bytes!("kit/data.sqlite"),
+        asks: &["sqlite", "sqlite3", "db", "database"],
+        parts: &[("table", "items")],
+    },
+    KitFile {
+        name: "data.json",
+        bytes: include_bytes!("kit/data.json"),
+        asks: &["json"],
+        parts: &[],
+    },
+    KitFile {
+        name: "notes.txt",
+        bytes: include_bytes!("kit/notes.txt"),
+        asks: &["txt"],
+        parts: &[],
+    },
 ];
 
 /// The commits of the planted repository: (file, content, message), oldest first.
@@ -360,8 +388,8 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
     let mut lab = lab
         .plant(format!("work/{NOTE}"), NOTE_TEXT)
         .symlink(format!("work/{TRAP}"), view.home());
-    for (name, bytes, _) in KIT_FILES {
-        lab = lab.plant(Path::new("work").join(KIT).join(name), bytes);
+    for file in &KIT_FILES {
+        lab = lab.plant(Path::new("work").join(KIT).join(file.name), file.bytes);
     }
     lab = lab.plant(
         format!("work/{KIT}/archive/2025/summary.txt"),
@@ -406,6 +434,7 @@ pub(crate) fn plant(nonce: &str, home: &Path) -> Planted {
             (KIT.to_string(), view.work().join(KIT).display().to_string()),
             &KIT_FILES,
         )),
+        topic: Vec::new(),
         repository: repository.map(|_| {
             (
                 REPOSITORY.to_string(),

@@ -486,11 +486,11 @@ fn file_kind(written: &Refusal, leaves: &[Leaf], places: &Places) -> Option<(Str
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    let (file, _, _) = KIT_FILES
+    let file = KIT_FILES
         .iter()
-        .find(|(_, _, asks)| asks.iter().any(|a| words.contains(a)))?;
+        .find(|file| file.asks.iter().any(|a| words.contains(a)))?;
     let leaf = path_leaf(refusal, leaves)?;
-    let wanted = format!("{}/{file}", places.kit);
+    let wanted = format!("{}/{}", places.kit, file.name);
     (leaf.text != wanted).then(|| (leaf.pointer.clone(), Value::String(wanted)))
 }
 

@@ -9,6 +9,7 @@ fn plants() -> Plants {
         canary: "memo-0123456789ab".into(),
         escapes: Vec::new(),
         repository: None,
+        topic: Vec::new(),
         kit: Some((
             ("files".into(), "/lab/work/files".into()),
             &crate::probe::plants::KIT_FILES,
@@ -35,6 +36,51 @@ fn a_path_field_that_names_a_kind_of_file_gets_the_kits_file_of_that_kind() {
     assert_eq!(first("describe_image", ""), "files/image.png");
     // Nothing names a kind: the note, as before.
     assert_eq!(first("read_file", "The file to read"), "notes/welcome.md");
+}
+
+/// Grown from the study's excel-mcp-server, whose 46 tools take a bare `path` and a
+/// `sheet`: its normal calls got the note and a made-up sheet (7 of 46 tools answered).
+#[test]
+fn a_path_that_names_no_kind_takes_its_tools_description_or_its_servers_topic() {
+    let excel = Plants {
+        topic: vec!["excel".into()],
+        ..plants()
+    };
+    let bare = json!({"type": "object", "required": ["path", "sheet"], "properties": {
+        "path": {"type": "string"}, "sheet": {"type": "string"}}});
+    let first = |tool: &str, schema: &Value, plants: &Plants| {
+        plan_tool(tool, schema, plants, 6, false)[0]
+            .arguments
+            .clone()
+    };
+    // The server's topic: the workbook, and the sheet it has.
+    let call = first("replace_cells", &bare, &excel);
+    assert_eq!(call["path"], "files/data.xlsx");
+    assert_eq!(call["sheet"], "Sheet1");
+    // The tool's own description, with no topic.
+    let described = with_tool_description(&bare, Some("Read cell values from an Excel workbook."));
+    assert_eq!(
+        first("read_range", &described, &plants())["path"],
+        "files/data.xlsx"
+    );
+    // Neither: the note, and the sheet field keeps its ordinary value.
+    let call = first("read_range", &bare, &plants());
+    assert_eq!(call["path"], "notes/welcome.md");
+    assert_eq!(call["sheet"], "memo-0123456789ab");
+    // A kind another field names for itself is not the bare field's: `export_csv` reads the
+    // workbook at `path` and writes the CSV at `csv_path`.
+    let export = json!({"type": "object", "required": ["path", "csv_path"], "properties": {
+        "path": {"type": "string"}, "csv_path": {"type": "string"}}});
+    let call = first("export_csv", &export, &excel);
+    assert_eq!(call["path"], "files/data.xlsx");
+    assert_eq!(call["csv_path"], "files/data.csv");
+    // A database's table.
+    let query = json!({"type": "object", "required": ["db_path", "table"], "properties": {
+        "db_path": {"type": "string", "description": "SQLite database file"},
+        "table": {"type": "string"}}});
+    let call = first("describe_table", &query, &plants());
+    assert_eq!(call["db_path"], "files/data.sqlite");
+    assert_eq!(call["table"], "items");
 }
 
 #[test]

@@ -3,8 +3,17 @@
 
 use serde_json::{Map, Value};
 
-/// One file of the resource kit: its name, its bytes, the words that ask for it.
-pub(crate) type KitFile = (&'static str, &'static [u8], &'static [&'static str]);
+/// One file of the resource kit.
+#[derive(Debug)]
+pub struct KitFile {
+    pub name: &'static str,
+    pub bytes: &'static [u8],
+    /// The words a field's name or description uses for it (its extension first).
+    pub asks: &'static [&'static str],
+    /// What is inside it by name, by the word a field uses for it: a workbook's sheet
+    /// (`sheet` → `Sheet1`), a database's table (`table` → `items`).
+    pub parts: &'static [(&'static str, &'static str)],
+}
 
 /// Files the lab holds for read tools, as the server sees them.
 #[derive(Debug, Clone)]
@@ -25,6 +34,9 @@ pub struct Plants {
     /// The resource kit's directory (relative, absolute) and its files with the words that
     /// ask for each.
     pub kit: Option<((String, String), &'static [KitFile])>,
+    /// Words that say what the whole server works on (its names: `excel-mcp-server` →
+    /// `excel`): a path field that names no kind of file takes the kit's file of this kind.
+    pub topic: Vec<String>,
 }
 
 impl Plants {
