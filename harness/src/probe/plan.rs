@@ -402,16 +402,18 @@ fn kit_file<'a>(
     let ((relative, absolute), files) = plants.kit.as_ref()?;
     let (name, property) = field;
     let own = [words(name), words(described(property))].concat();
-    let kind = |said: &[String], skip: &[&str]| {
+    let kind = |said: &[String], skip: &[&str], brands: bool| {
         files.iter().find(|file| {
-            !skip.contains(&file.name) && said.iter().any(|w| file.asks.contains(&w.as_str()))
+            let asks = |w: &String| {
+                file.asks.contains(&w.as_str()) || (brands && file.brands.contains(&w.as_str()))
+            };
+            !skip.contains(&file.name) && said.iter().any(asks)
         })
     };
-    let file = kind(&own, &[]).or_else(|| {
-        [words(tool), words(described(schema)), plants.topic.clone()]
-            .iter()
-            .find_map(|said| kind(said, claimed))
-    })?;
+    let file = kind(&own, &[], false)
+        .or_else(|| kind(&words(tool), claimed, false))
+        .or_else(|| kind(&words(described(schema)), claimed, false))
+        .or_else(|| kind(&plants.topic, claimed, true))?;
     Some((
         format!("{relative}/{}", file.name),
         format!("{absolute}/{}", file.name),

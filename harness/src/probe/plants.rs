@@ -37,7 +37,7 @@ pub(crate) const KIT: &str = "files";
 /// The resource kit: small real files of the kinds tools ask for, with the words a field's
 /// name or description uses for each (its extension first). `kit/` holds them as made by
 /// the script in `kit/README.md`.
-pub(crate) const KIT_FILES: [super::vocab::KitFile; 8] = [
+pub(crate) const KIT_FILES: [super::vocab::KitFile; 9] = [
     KitFile {
         name: "data.xlsx",
         bytes: include_bytes!("kit/data.xlsx"),
@@ -47,24 +47,43 @@ pub(crate) const KIT_FILES: [super::vocab::KitFile; 8] = [
             ("worksheet", "Sheet1"),
             ("tab", "Sheet1"),
         ],
+        brands: &[],
     },
     KitFile {
         name: "letter.docx",
         bytes: include_bytes!("kit/letter.docx"),
         asks: &["docx", "doc"],
         parts: &[],
+        brands: &["word"],
+    },
+    KitFile {
+        name: "slides.pptx",
+        bytes: include_bytes!("kit/slides.pptx"),
+        asks: &[
+            "pptx",
+            "ppt",
+            "potx",
+            "powerpoint",
+            "presentation",
+            "slides",
+            "deck",
+        ],
+        parts: &[],
+        brands: &["powerpoint"],
     },
     KitFile {
         name: "report.pdf",
         bytes: include_bytes!("kit/report.pdf"),
         asks: &["pdf"],
         parts: &[],
+        brands: &[],
     },
     KitFile {
         name: "data.csv",
         bytes: include_bytes!("kit/data.csv"),
         asks: &["csv", "tsv"],
         parts: &[],
+        brands: &[],
     },
     KitFile {
         name: "image.png",
@@ -79,24 +98,28 @@ pub(crate) const KIT_FILES: [super::vocab::KitFile; 8] = [
             "screenshot",
         ],
         parts: &[],
+        brands: &[],
     },
     KitFile {
         name: "data.sqlite",
         bytes: include_bytes!("kit/data.sqlite"),
         asks: &["sqlite", "sqlite3", "db", "database"],
         parts: &[("table", "items")],
+        brands: &[],
     },
     KitFile {
         name: "data.json",
         bytes: include_bytes!("kit/data.json"),
         asks: &["json"],
         parts: &[],
+        brands: &[],
     },
     KitFile {
         name: "notes.txt",
         bytes: include_bytes!("kit/notes.txt"),
         asks: &["txt"],
         parts: &[],
+        brands: &[],
     },
 ];
 

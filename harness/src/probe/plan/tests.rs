@@ -81,6 +81,26 @@ fn a_path_that_names_no_kind_takes_its_tools_description_or_its_servers_topic() 
     let call = first("describe_table", &query, &plants());
     assert_eq!(call["db_path"], "files/data.sqlite");
     assert_eq!(call["table"], "items");
+    // A presentation by its tool's name; a document by the product its server is named
+    // after (office-word-mcp-server), never by a tool's own word.
+    let file = json!({"type": "object", "required": ["file_path"], "properties": {
+        "file_path": {"type": "string"}}});
+    assert_eq!(
+        first("open_presentation", &file, &plants())["file_path"],
+        "files/slides.pptx"
+    );
+    let word = Plants {
+        topic: vec!["office".into(), "word".into()],
+        ..plants()
+    };
+    assert_eq!(
+        first("get_document_text", &file, &word)["file_path"],
+        "files/letter.docx"
+    );
+    assert_eq!(
+        first("word_count", &file, &plants())["file_path"],
+        "notes/welcome.md"
+    );
 }
 
 #[test]

@@ -13,6 +13,10 @@ pub struct KitFile {
     /// What is inside it by name, by the word a field uses for it: a workbook's sheet
     /// (`sheet` → `Sheet1`), a database's table (`table` → `items`).
     pub parts: &'static [(&'static str, &'static str)],
+    /// Products a server may be named after that work on this kind (`office-word-mcp` →
+    /// `word`): read in the server's topic only, where a tool's own `word_count` is no
+    /// document.
+    pub brands: &'static [&'static str],
 }
 
 /// Files the lab holds for read tools, as the server sees them.
