@@ -445,12 +445,17 @@ fn described(value: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// Whether a field takes a repository: a string named `repo…` or `repository…`.
+/// Whether a field takes a repository: a string named `repo…` or `repository…`, or one
+/// whose description says it is one and names no file in it ("Path to the Git
+/// repository", not "the file within the repository").
 fn is_repository(name: &str, property: &Value) -> bool {
     let typed_string = property.get("type").is_none_or(|t| t == "string");
+    let repo = |said: &[String]| said.iter().any(|w| w == "repo" || w == "repository");
+    let described = words(described(property));
+    let says_file = described.iter().any(|w| w == "file" || w == "files");
     typed_string
         && property.get("enum").is_none()
-        && words(name).iter().any(|w| w == "repo" || w == "repository")
+        && (repo(&words(name)) || (repo(&described) && !says_file))
 }
 
 /// What a revision-like field of a repository tool names in the planted repository:

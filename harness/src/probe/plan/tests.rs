@@ -141,6 +141,22 @@ fn producers_are_named_by_their_first_word_and_setups_come_first() {
     );
 }
 
+/// Grown from the study's cyanheads git-mcp-server (28 tools, 3 answered): its `path` says
+/// "Path to the Git repository" and got the note.
+#[test]
+fn a_field_described_as_a_repository_gets_the_planted_one() {
+    let plants = Plants {
+        repository: Some(("repo".into(), "/lab/work/repo".into())),
+        ..plants()
+    };
+    let schema = json!({"type": "object", "required": ["filePath"], "properties": {
+        "path": {"type": "string", "description": "Path to the Git repository. Defaults to the session's."},
+        "filePath": {"type": "string", "description": "Path to the file within the repository"}}});
+    let first = &plan_tool("git_blame", &schema, &plants, 6, false)[0].arguments;
+    assert_eq!(first["path"], "/lab/work/repo", "{first:?}");
+    assert_eq!(first["filePath"], "README.md", "{first:?}");
+}
+
 #[test]
 fn a_repository_tool_gets_the_planted_repository_its_file_and_revisions() {
     let plants = Plants {
