@@ -981,10 +981,30 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
         "python"
     } else if has("command") || has("cmd") || has("shell") {
         return format!("echo {}", plants.canary);
+    } else if is_code(&words) {
+        // A program, in the language a `language` field is given: it prints the canary.
+        return format!("print(\"{}\")", plants.canary);
     } else {
         return plants.canary.clone();
     };
     text.to_string()
+}
+
+/// Whether a field's words name a program's text: `code`, `source_code`, `script`,
+/// `snippet`, `program` (not `country_code` or `status_code`).
+fn is_code(words: &[String]) -> bool {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(
+        words.as_slice(),
+        ["code"]
+            | ["source", "code"]
+            | ["script"]
+            | ["snippet"]
+            | ["program"]
+            | ["python", "code"]
+            | ["js", "code"]
+            | ["code", "snippet"]
+    )
 }
 
 /// The name of one item of a list field: `urls` → `url`, `entities` → `entity`.

@@ -540,3 +540,15 @@ fn the_budget_caps_the_calls() {
     let schema = json!({"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["a","b","c","d","e"]}},"required":["path","mode"]});
     assert_eq!(plan_tool("t", &schema, &plants(), 4, false).len(), 4);
 }
+
+/// Grown from the study's code runner, whose `code` got the bare canary (a SyntaxError).
+#[test]
+fn a_code_field_gets_a_program_and_a_code_that_is_an_identifier_does_not() {
+    let schema = json!({"type": "object", "required": ["code", "languageId", "country_code"],
+        "properties": {"code": {"type": "string"}, "languageId": {"type": "string"},
+        "country_code": {"type": "string"}}});
+    let first = &plan_tool("run_code", &schema, &plants(), 6, false)[0].arguments;
+    assert_eq!(first["code"], "print(\"memo-0123456789ab\")");
+    assert_eq!(first["languageId"], "python");
+    assert_eq!(first["country_code"], "memo-0123456789ab");
+}
