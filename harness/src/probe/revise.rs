@@ -597,7 +597,7 @@ fn unsupported(written: &Refusal, arguments: &Map<String, Value>) -> Option<Stri
 /// 'x'": the first value offered, in the argument named or shown.
 fn choices(written: &Refusal, leaves: &[Leaf], _: &Places) -> Option<(String, Value)> {
     let refusal = written.lower.as_str();
-    const CUES: [&str; 8] = [
+    const CUES: [&str; 12] = [
         "one of",
         "should be '",
         "should be \"",
@@ -606,8 +606,23 @@ fn choices(written: &Refusal, leaves: &[Leaf], _: &Places) -> Option<(String, Va
         "valid values",
         "allowed values",
         "must be either",
+        "available",
+        "valid options",
+        "choose from",
+        "did you mean",
     ];
-    let at = CUES.iter().filter_map(|cue| refusal.find(cue)).min()?;
+    // A cue as words of its own: "available", not "unavailable".
+    let at = CUES
+        .iter()
+        .filter_map(|cue| {
+            refusal.match_indices(cue).map(|(at, _)| at).find(|&at| {
+                !refusal[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_alphabetic)
+            })
+        })
+        .min()?;
     let offered = quoted(&written.text[at..]);
     let leaf = leaves
         .iter()
