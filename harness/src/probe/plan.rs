@@ -981,6 +981,10 @@ fn text_for(name: &str, property: &Value, plants: &Plants) -> String {
         "python"
     } else if has("command") || has("cmd") || has("shell") {
         return format!("echo {}", plants.canary);
+    } else if has("base64") || has("b64") {
+        // Valid base64, of the canary.
+        use base64::Engine;
+        return base64::engine::general_purpose::STANDARD.encode(&plants.canary);
     } else if is_code(&words) {
         // A program, in the language a `language` field is given: it prints the canary.
         return format!("print(\"{}\")", plants.canary);

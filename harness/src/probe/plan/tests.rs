@@ -57,6 +57,16 @@ fn a_path_that_names_no_kind_takes_its_tools_description_or_its_servers_topic() 
     let call = first("replace_cells", &bare, &excel);
     assert_eq!(call["path"], "files/data.xlsx");
     assert_eq!(call["sheet"], "Sheet1");
+    // Cells of it in A1 notation, where the field takes text.
+    let cells = json!({"type": "object", "required": ["path", "at", "range", "content_base64"],
+        "properties": {"path": {"type": "string"}, "at": {"type": "string"},
+        "range": {"type": "string"}, "content_base64": {"type": "string"}}});
+    let call = first("write_range", &cells, &excel);
+    assert_eq!(
+        (&call["at"], &call["range"]),
+        (&json!("A1"), &json!("A1:B2"))
+    );
+    assert_eq!(call["content_base64"], "bWVtby0wMTIzNDU2Nzg5YWI=");
     // The tool's own description, with no topic.
     let described = with_tool_description(&bare, Some("Read cell values from an Excel workbook."));
     assert_eq!(

@@ -11,7 +11,8 @@ pub struct KitFile {
     /// The words a field's name or description uses for it (its extension first).
     pub asks: &'static [&'static str],
     /// What is inside it by name, by the word a field uses for it: a workbook's sheet
-    /// (`sheet` → `Sheet1`), a database's table (`table` → `items`).
+    /// (`sheet` → `Sheet1`) and cells (`range` → `A1:B2`), a database's table (`table` →
+    /// `items`).
     pub parts: &'static [(&'static str, &'static str)],
     /// Products a server may be named after that work on this kind (`office-word-mcp` →
     /// `word`): read in the server's topic only, where a tool's own `word_count` is no
