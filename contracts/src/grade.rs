@@ -345,29 +345,27 @@ impl Context<'_> {
         if forbidden.is_empty() {
             return None;
         }
-        {
-            let mut causes: Vec<usize> = forbidden
-                .iter()
-                .filter_map(|e| e.attribution.call_index())
-                .collect();
-            causes.sort_unstable();
-            causes.dedup();
-            let subtracted: Vec<&Effect> = self
-                .obs
-                .control_subtracted
-                .iter()
-                .filter(|e| (spec.domain)(e.class))
-                .collect();
-            Some(Verdict::Confirmed {
-                basis: rule.basis.clone(),
-                effects_omitted: forbidden.len().saturating_sub(MAX_EVIDENCE),
-                effects: forbidden.into_iter().take(MAX_EVIDENCE).cloned().collect(),
-                calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
-                subtracted_omitted: subtracted.len().saturating_sub(MAX_EVIDENCE),
-                control_subtracted: subtracted.into_iter().take(MAX_EVIDENCE).cloned().collect(),
-                sensors: sensors.iter().chain(fallback).cloned().collect(),
-            })
-        }
+        let mut causes: Vec<usize> = forbidden
+            .iter()
+            .filter_map(|e| e.attribution.call_index())
+            .collect();
+        causes.sort_unstable();
+        causes.dedup();
+        let subtracted: Vec<&Effect> = self
+            .obs
+            .control_subtracted
+            .iter()
+            .filter(|e| (spec.domain)(e.class))
+            .collect();
+        Some(Verdict::Confirmed {
+            basis: rule.basis.clone(),
+            effects_omitted: forbidden.len().saturating_sub(MAX_EVIDENCE),
+            effects: forbidden.into_iter().take(MAX_EVIDENCE).cloned().collect(),
+            calls: causes.iter().map(|i| self.calls[i].clone()).collect(),
+            subtracted_omitted: subtracted.len().saturating_sub(MAX_EVIDENCE),
+            control_subtracted: subtracted.into_iter().take(MAX_EVIDENCE).cloned().collect(),
+            sensors: sensors.iter().chain(fallback).cloned().collect(),
+        })
     }
 
     /// Errored: a run error that concerns the tool, or a backing sensor that failed or never

@@ -470,6 +470,9 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
     let words = Words::of(decl);
     let a = &decl.annotations;
     let by_annotations = crate::graded::derive_tool(decl);
+    // The hosts the server exists to reach: a tool with no word for the network, and one
+    // that declares a closed world, may reach them.
+    let service_hosts = service.egress();
     let rules = GRADED
         .iter()
         .zip(by_annotations.rules)
@@ -514,12 +517,14 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
                 Clause::NetEgress if !a.open_world_hint().declared => {
                     match words.says(REACHES, "the network") {
                         Said::Yes(why) => secrets_stay(format!("intent: {why}")),
-                        Said::No(why) => match service.egress() {
+                        Said::No(why) => match &service_hosts {
                             hosts if hosts.is_empty() => {
                                 (Rule::nowhere(), format!("intent: {why}"))
                             }
                             hosts => (
-                                Rule::Restricted { allowed: hosts },
+                                Rule::Restricted {
+                                    allowed: hosts.clone(),
+                                },
                                 format!(
                                     "intent: {why}; the server's service: {}; {UNIVERSAL_EGRESS}",
                                     service.says()
@@ -534,9 +539,9 @@ fn intent_tool(decl: &ToolDecl, service: &Service, lab: &LabPaths) -> ToolContra
                 // `openWorldHint: false` says the tool's domain is closed (the MCP
                 // specification: a memory tool's world is closed, a web search's open), not
                 // that it never connects: the service the server exists for is its domain.
-                Clause::NetEgress if !service.egress().is_empty() => (
+                Clause::NetEgress if !service_hosts.is_empty() => (
                     Rule::Restricted {
-                        allowed: service.egress(),
+                        allowed: service_hosts.clone(),
                     },
                     format!(
                         "{} (a closed domain: the server's service only: {}); {UNIVERSAL_EGRESS}",

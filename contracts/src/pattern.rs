@@ -120,12 +120,16 @@ impl Set {
                     Some((host, port)) => (host, port.parse::<u16>().ok()),
                     None => (target, None),
                 };
+                // The host less its public suffix, looked up once for every `.%` pattern.
+                let registrable = std::cell::OnceCell::new();
                 endpoints.iter().any(|e| {
                     let host = match e.any_suffix {
-                        true => match suffix(host) {
-                            Some(at) => &host[..at],
-                            None => return false,
-                        },
+                        true => {
+                            match registrable.get_or_init(|| suffix(host).map(|at| &host[..at])) {
+                                Some(less) => *less,
+                                None => return false,
+                            }
+                        }
                         false => host,
                     };
                     e.host.is_match(host) && (e.port.is_none() || port.is_none() || e.port == port)

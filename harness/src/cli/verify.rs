@@ -61,7 +61,13 @@ pub(crate) fn verify_campaign(dir: &std::path::Path) -> anyhow::Result<ExitCode>
             ),
         }
     }
-    let checked = in_parallel(&listed, |(path, head)| check_probe(path, Some(head)));
+    let checked: Vec<Checked> = {
+        use rayon::prelude::*;
+        listed
+            .par_iter()
+            .map(|(path, head)| check_probe(path, Some(head)))
+            .collect()
+    };
     let mut worst = Exit::Clean;
     let mut total = Totals::default();
     for probe in &checked {
@@ -198,30 +204,6 @@ impl Totals {
             self.regrade.as_secs_f64(),
         )
     }
-}
-
-/// `check` over `items` on up to [`crate::probe::default_jobs`] threads, results in the
-/// items' order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], check: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<R>>> =
-        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..crate::probe::default_jobs().min(items.len()) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    let result = check(item);
-                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .filter_map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect()
 }
 
 /// What today's rules make of receipts graded under another revision: every verdict that

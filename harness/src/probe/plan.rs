@@ -401,24 +401,31 @@ fn kit_file<'a>(
 ) -> Option<(String, String, &'a KitFile)> {
     let ((relative, absolute), files) = plants.kit.as_ref()?;
     let (name, property) = field;
-    let own = [words(name), words(described(property))].concat();
-    let kind = |said: &[String], skip: &[&str], brands: bool| {
+    let kind = |said: &[String], brands: bool| {
         files.iter().find(|file| {
             let asks = |w: &String| {
                 file.asks.contains(&w.as_str()) || (brands && file.brands.contains(&w.as_str()))
             };
-            !skip.contains(&file.name) && said.iter().any(asks)
+            !claimed.contains(&file.name) && said.iter().any(asks)
         })
     };
-    let file = kind(&own, &[], false)
-        .or_else(|| kind(&words(tool), claimed, false))
-        .or_else(|| kind(&words(described(schema)), claimed, false))
-        .or_else(|| kind(&plants.topic, claimed, true))?;
+    let file = own_kind(name, property, files)
+        .or_else(|| kind(&words(tool), false))
+        .or_else(|| kind(&words(described(schema)), false))
+        .or_else(|| kind(&plants.topic, true))?;
     Some((
         format!("{relative}/{}", file.name),
         format!("{absolute}/{}", file.name),
         file,
     ))
+}
+
+/// The kit file a field names for itself, by its own name or description.
+fn own_kind<'a>(name: &str, property: &Value, files: &'a [KitFile]) -> Option<&'a KitFile> {
+    let own = [words(name), words(described(property))].concat();
+    files
+        .iter()
+        .find(|file| own.iter().any(|w| file.asks.contains(&w.as_str())))
 }
 
 /// The kit files the path fields of a tool name for themselves, by their own words.
@@ -428,13 +435,8 @@ fn claimed_kinds<'a>(fields: &[(&String, &Value)], plants: &'a Plants) -> Vec<&'
     };
     fields
         .iter()
-        .filter_map(|(name, property)| {
-            let own = [words(name), words(described(property))].concat();
-            files
-                .iter()
-                .find(|file| own.iter().any(|w| file.asks.contains(&w.as_str())))
-                .map(|file| file.name)
-        })
+        .filter_map(|(name, property)| own_kind(name, property, files))
+        .map(|file| file.name)
         .collect()
 }
 
