@@ -10,8 +10,12 @@ use vac_harness::cli::{self, Cli};
 
 /// Exit codes: `vac_harness::exit::TABLE` (README.md lists them).
 fn main() -> ExitCode {
+    let bounded = vac_sandbox::bound_allocator_arenas();
     let cli = Cli::parse();
     init_tracing();
+    if !bounded {
+        tracing::warn!("the allocator kept its default number of arenas");
+    }
     if cli.runs_sandboxes() {
         keep_mounts_off_the_host();
     }

@@ -67,6 +67,15 @@ pub use rundir::{RunDirError, own_mount_namespace};
 pub use running::{Running, Stopped};
 pub use sandbox::{DEFAULT_CGROUP_ROOT, DEFAULT_RUN_ROOT, RunAs, Sandbox, SandboxBuilder};
 pub use sweeper::start_sweeper;
+
+/// Bounds the memory a process of many threads keeps from its allocator: glibc gives each
+/// thread that allocates an arena of its own (up to eight per core) and returns little of
+/// any, so a probe whose tokio and blocking threads each parsed large listings kept tens of
+/// megabytes it no longer used. Two arenas keep contention low on this workload, which
+/// waits on servers, not on the allocator. Call it first, before threads start.
+pub fn bound_allocator_arenas() -> bool {
+    sys::cap_malloc_arenas(2)
+}
 pub use teardown::{LimitHits, Termination};
 pub use witness::{
     FileDigest, FsChange, HASH_CAP, Incomplete, LayerState, MAX_WALK_DEPTH, Marker, NodeKind,

@@ -130,6 +130,14 @@ pub(crate) fn set_cmdline(title: &str) -> Result<(), Errno> {
     mem.write_all_at(&area, start).map_err(io)
 }
 
+/// Caps how many heaps glibc's allocator makes for the process's threads (`M_ARENA_MAX`).
+/// Returns false if the allocator refused.
+pub(crate) fn cap_malloc_arenas(arenas: i32) -> bool {
+    // SAFETY: mallopt only sets a parameter of the allocator, under its own lock; it takes
+    // no pointer and is called from safe code's thread like any allocation.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) == 1 }
+}
+
 /// Exits the calling process immediately, without running destructors or atexit handlers.
 pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and is async-signal-safe; skipping destructors is the

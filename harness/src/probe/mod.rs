@@ -380,6 +380,10 @@ pub async fn probe(options: ProbeOptions) -> Result<ProbeReport, ProbeError> {
             record(Some(&planned), &output)?;
         }
     }
+    // Grading reads everything back from the receipts: what the runs were made from (the
+    // contract and its text, the listing, the plan: tens of MB for thousands of tools)
+    // goes first, so that the two are never held at once.
+    drop((contract, text, control_listed, decls, plan, server));
     grade_and_seal(dir, recorder)
 }
 
@@ -551,6 +555,8 @@ async fn subject_runs(
     let mut running = futures_util::stream::FuturesUnordered::new();
     let mut control = Some(control);
     let mut control_output: Option<RunOutput> = None;
+    // Ended runs wait here with their manifests: equal ones share one value.
+    let mut manifests = vocab::Manifests::default();
     loop {
         let jobs = options.jobs.max(1);
         while running.len() < jobs {
@@ -572,7 +578,8 @@ async fn subject_runs(
             running.push(async move { (at, task.join().await) });
         }
         if let Some(control) = control.take() {
-            let output = control.join().await?;
+            let mut output = control.join().await?;
+            manifests.share(&mut output);
             record(None, &output)?;
             after_control(&output);
             control_output = Some(output);
@@ -583,7 +590,8 @@ async fn subject_runs(
             debug_assert!(queue.is_empty() && pending.is_empty());
             return Ok(());
         };
-        let output = output?;
+        let mut output = output?;
+        manifests.share(&mut output);
         let (planned, _) = pending[&at];
         if planned.scope == Scope::Shared {
             let control = control_output

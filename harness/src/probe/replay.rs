@@ -180,7 +180,7 @@ struct Fold<'a> {
     verdicts: bool,
     recorded: Recorded,
     open: Option<RunBuilder>,
-    manifests: Manifests,
+    manifests: super::vocab::Manifests,
 }
 
 impl<'a> Fold<'a> {
@@ -191,7 +191,7 @@ impl<'a> Fold<'a> {
             verdicts,
             recorded: Recorded::default(),
             open: None,
-            manifests: Manifests::new(),
+            manifests: Default::default(),
         }
     }
 
@@ -268,7 +268,7 @@ impl<'a> Fold<'a> {
             Body::RunEnd(end) => {
                 if let Some(run) = open.take_if(|r| r.id() == end.run_id) {
                     let mut output = run.finish();
-                    share_manifests(&mut output, manifests);
+                    manifests.share(&mut output);
                     recorded.runs.push(output);
                 }
             }
@@ -909,38 +909,6 @@ pub fn observe_case(lines: &str) -> Result<Value, CaseError> {
             .map(|e| json!({"class": e.class, "path": e.path})).collect::<Vec<_>>(),
     }))
 }
-
-/// Equal manifests of a probe's runs share one value: every run lists the tools at least
-/// twice, and a list of 3,000 tools is some 10 MB as a value, as many times over. Known
-/// lists are found by the digest of their text, so a server whose every listing differs
-/// costs one serialisation each, not a comparison with every list before it.
-fn share_manifests(output: &mut RunOutput, seen: &mut Manifests) {
-    let mut share = |raw: &mut std::sync::Arc<Value>| {
-        let Ok(text) = serde_json::to_vec(&**raw) else {
-            return;
-        };
-        let known = seen
-            .entry(*blake3::hash(&text).as_bytes())
-            .or_insert_with(|| raw.clone());
-        if **known == **raw {
-            *raw = known.clone();
-        }
-    };
-    if let Some(tools) = output.tools.as_mut() {
-        share(&mut tools.raw);
-    }
-    if let Some(Ok(later)) = output.later_tools.as_mut() {
-        share(later);
-    }
-    for settled in &mut output.settles {
-        if let Some(tools) = settled.tools.as_mut() {
-            share(tools);
-        }
-    }
-}
-
-/// The distinct manifests read so far, by the digest of their text.
-type Manifests = std::collections::HashMap<[u8; 32], std::sync::Arc<Value>>;
 
 /// What each tool was seen to do, whatever its contract says (its behaviour profile): per
 /// kind of effect, the distinct targets its calls had, at most [`PROFILE_ENTRIES`] each

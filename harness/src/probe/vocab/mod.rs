@@ -11,8 +11,8 @@ pub(crate) use calls::{KitFile, Revised};
 pub use calls::{PlannedCall, Plants, Purpose};
 pub(crate) use lab::{Canary, LabRecord};
 pub(crate) use output::{
-    CallRecord, PathStates, Reading, Role, RunFailure, RunOutput, SensorReadings, SessionFailed,
-    Settled, Unanswered, judged,
+    CallRecord, Manifests, PathStates, Reading, Role, RunFailure, RunOutput, SensorReadings,
+    SessionFailed, Settled, Unanswered, judged,
 };
 pub(crate) use seen::{
     ConnectSeen, DatagramSeen, DnsSeen, ExecSeen, LabEvent, Lost, NetSeen, ObservedChange,

@@ -384,3 +384,44 @@ impl RunOutput {
             .collect()
     }
 }
+
+/// Equal manifests of a probe's runs share one value: every run lists the tools at least
+/// twice, and a list of 3,000 tools is some 10 MB as a value, as many times over. Known
+/// lists are found by the digest of their text, so a server whose every listing differs
+/// costs one serialisation each, not a comparison with every list before it. Entries are
+/// weak: a list no run holds any more is not kept alive by the index.
+#[derive(Debug, Default)]
+pub(crate) struct Manifests(std::collections::HashMap<[u8; 32], std::sync::Weak<Value>>);
+
+impl Manifests {
+    /// Points each manifest of `output` at the equal one already held, if any.
+    pub(crate) fn share(&mut self, output: &mut RunOutput) {
+        if let Some(tools) = output.tools.as_mut() {
+            self.share_one(&mut tools.raw);
+        }
+        if let Some(Ok(later)) = output.later_tools.as_mut() {
+            self.share_one(later);
+        }
+        for settled in &mut output.settles {
+            if let Some(tools) = settled.tools.as_mut() {
+                self.share_one(tools);
+            }
+        }
+    }
+
+    fn share_one(&mut self, raw: &mut Arc<Value>) {
+        let Ok(text) = serde_json::to_vec(&**raw) else {
+            return;
+        };
+        let slot = self.0.entry(*blake3::hash(&text).as_bytes()).or_default();
+        match slot.upgrade() {
+            Some(known) if *known == **raw => *raw = known,
+            Some(_) => {}
+            None => *slot = Arc::downgrade(raw),
+        }
+        // Forget lists no run holds, so that the index stays as small as what is live.
+        if self.0.len() > 64 {
+            self.0.retain(|_, list| list.strong_count() > 0);
+        }
+    }
+}
