@@ -67,7 +67,15 @@ pub(super) async fn converse(
         let made = places.as_ref().map_or_else(
             || (planned.purpose != Purpose::Retry).then(|| (planned.arguments.clone(), None)),
             |places| {
-                super::revise::arguments(planned, first_index, &output.calls, in_block, places)
+                let listing = output.tools.as_ref().map(|t| &*t.raw);
+                super::revise::arguments(
+                    planned,
+                    first_index,
+                    &output.calls,
+                    in_block,
+                    places,
+                    listing,
+                )
             },
         );
         if let Some((arguments, revised)) = made {

@@ -125,13 +125,15 @@ pub(crate) fn retry(
 /// retry slot's from a refusal ([`retry`]; None: the slot is not needed), a repeat's and
 /// the flip's second read's those of the call they repeat, any other call's (not a setup)
 /// with identifiers from earlier results of its block ([`from_results`]). `made` is the
-/// run's calls so far, the last `in_block` of them its block's.
+/// run's calls so far, the last `in_block` of them its block's; `listing` the tools as the
+/// run listed them, whose schema says which identifiers the tool takes beyond the plan's.
 pub(crate) fn arguments(
     planned: &PlannedCall,
     first_index: usize,
     made: &[CallRecord],
     in_block: usize,
     places: &Places,
+    listing: Option<&Value>,
 ) -> Option<(Map<String, Value>, Option<Revised>)> {
     let planned_only = || Some((planned.arguments.clone(), None));
     let repeated = match (planned.repeat_of, planned.purpose) {
@@ -149,7 +151,10 @@ pub(crate) fn arguments(
         Purpose::Setup => planned_only(),
         _ => {
             let block = &made[made.len().saturating_sub(in_block)..];
-            match from_results(&planned.arguments, block) {
+            let offered = listing
+                .map(|listing| offered_identifiers(listing, &planned.tool))
+                .unwrap_or_default();
+            match from_results(&planned.arguments, &offered, block) {
                 Some((arguments, why)) => Some((arguments, Some(why))),
                 None => planned_only(),
             }
@@ -161,16 +166,31 @@ pub(crate) fn arguments(
 /// after a result that holds `"session_id": "s-83"` (or `sessionId`, or a bare `id` for a
 /// field that ends in `id`). `earlier` is what the call's block made before it (its
 /// setups first), so a tool's own run and its block of a shared run find the same; the
-/// first result that holds a field's value gives it. None when no identifier field of
-/// the call has one.
+/// first result that holds a field's value gives it. `offered` are identifier fields the
+/// tool's schema has at its root and the plan left out (optional ones: a presentation's
+/// `presentation_id` after `create_presentation` returned one): each is added when a
+/// result holds a value under its own name, never from a bare `id`. None when no
+/// identifier field of the call has a value to take.
 pub(crate) fn from_results(
     arguments: &Map<String, Value>,
+    offered: &[String],
     earlier: &[CallRecord],
 ) -> Option<(Map<String, Value>, Revised)> {
     let mut revised = Value::Object(arguments.clone());
     let mut first: Option<Revised> = None;
-    for leaf in leaves(&revised.clone()) {
-        if !is_identifier(&leaf.field) {
+    let absent = offered
+        .iter()
+        .filter(|field| !arguments.contains_key(field.as_str()))
+        .map(|field| {
+            let pointer = format!("/{}", field.replace('~', "~0").replace('/', "~1"));
+            (pointer, field.clone(), true)
+        });
+    let planned = leaves(&revised)
+        .into_iter()
+        .map(|l| (l.pointer, l.field, false));
+    let fields: Vec<_> = planned.chain(absent).collect();
+    for (pointer, field, optional) in fields {
+        if !is_identifier(&field) {
             continue;
         }
         // A key that names the field anywhere before a bare `id`.
@@ -178,21 +198,25 @@ pub(crate) fn from_results(
             earlier.iter().find_map(|call| {
                 let found = returned(call)
                     .iter()
-                    .find_map(|result| identifier_in(result, &leaf.field, loose))?;
+                    .find_map(|result| identifier_in(result, &field, loose))?;
                 Some((call.index, found))
             })
         };
-        let Some((from, value)) = found(false).or_else(|| found(true)) else {
+        let loose = || (!optional).then(|| found(true)).flatten();
+        let Some((from, value)) = found(false).or_else(loose) else {
             continue;
         };
-        if let Some(slot) = revised.pointer_mut(&leaf.pointer)
+        if optional && let Value::Object(map) = &mut revised {
+            map.insert(field.clone(), Value::Null);
+        }
+        if let Some(slot) = revised.pointer_mut(&pointer)
             && *slot != value
         {
             *slot = value;
             first.get_or_insert(Revised {
                 from,
                 rule: "from_result".into(),
-                argument: leaf.pointer.clone(),
+                argument: pointer.clone(),
             });
         }
     }
@@ -200,6 +224,26 @@ pub(crate) fn from_results(
         (Value::Object(revised), Some(why)) => Some((revised, why)),
         _ => None,
     }
+}
+
+/// The identifier fields at the root of `tool`'s input schema in a tools/list array.
+pub(crate) fn offered_identifiers(listing: &Value, tool: &str) -> Vec<String> {
+    let Some(tools) = listing.as_array() else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
+        .and_then(|t| t.pointer("/inputSchema/properties"))
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .keys()
+                .filter(|field| is_identifier(field))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Whether a field names an identifier another call hands out: `id`, `session_id`,
@@ -594,11 +638,16 @@ fn unsupported(written: &Refusal, arguments: &Map<String, Value>) -> Option<Stri
 }
 
 /// "must be one of: 'a', 'b'", "Input should be 'a' or 'b'", "Expected 'a' | 'b', received
-/// 'x'": the first value offered, in the argument named or shown.
+/// 'x'", "Must be 'a', 'b'", "Use 'a' or 'b'": the first value offered, in the argument named
+/// or shown.
 fn choices(written: &Refusal, leaves: &[Leaf], _: &Places) -> Option<(String, Value)> {
     let refusal = written.lower.as_str();
-    const CUES: [&str; 12] = [
+    const CUES: [&str; 16] = [
         "one of",
+        "must be '",
+        "must be \"",
+        "use '",
+        "use \"",
         "should be '",
         "should be \"",
         "expected '",
@@ -760,7 +809,7 @@ mod tests {
             ),
         ];
         let arguments = json!({"session_id": "memo-1", "task_id": 0, "query": "memo-1"});
-        let (revised, why) = from_results(arguments.as_object().unwrap(), &earlier).unwrap();
+        let (revised, why) = from_results(arguments.as_object().unwrap(), &[], &earlier).unwrap();
         assert_eq!(
             Value::Object(revised),
             json!({"session_id": "s-83", "task_id": 7, "query": "memo-1"})
@@ -771,18 +820,60 @@ mod tests {
         );
         // A bare `id` when no key names the field.
         let (revised, _) =
-            from_results(json!({"item_id": 0}).as_object().unwrap(), &earlier).unwrap();
+            from_results(json!({"item_id": 0}).as_object().unwrap(), &[], &earlier).unwrap();
         assert_eq!(Value::Object(revised), json!({"item_id": 9}));
         // No identifier field, or no result that holds one: nothing to revise.
-        assert!(from_results(json!({"query": "x"}).as_object().unwrap(), &earlier).is_none());
-        assert!(from_results(arguments.as_object().unwrap(), &earlier[..1]).is_none());
+        assert!(from_results(json!({"query": "x"}).as_object().unwrap(), &[], &earlier).is_none());
+        assert!(from_results(arguments.as_object().unwrap(), &[], &earlier[..1]).is_none());
         // A refusal's text is no result.
         let refused = record(
             6,
             &json!({}),
             &json!({"isError": "{\"session_id\": \"s-1\"}"}),
         );
-        assert!(from_results(arguments.as_object().unwrap(), &[refused]).is_none());
+        assert!(from_results(arguments.as_object().unwrap(), &[], &[refused]).is_none());
+    }
+
+    #[test]
+    fn an_optional_identifier_the_schema_offers_is_added_only_from_its_own_name() {
+        let returned = |index, v: Value| {
+            let mut call = record(index, &json!({}), &json!(null));
+            if let Ok(outcome) = &mut call.outcome {
+                outcome.result =
+                    Some(json!({"content": [{"type": "text", "text": v.to_string()}]}));
+            }
+            call
+        };
+        // office-powerpoint's shape: create returns the id; add_slide's is optional.
+        let listing = json!([
+            {"name": "create_presentation", "inputSchema": {"type": "object", "properties": {}}},
+            {"name": "add_slide", "inputSchema": {"type": "object", "properties": {
+                "presentation_id": {"type": "string"}, "title": {"type": "string"},
+                "parent_id": {"type": "string"}}}}
+        ]);
+        let offered = offered_identifiers(&listing, "add_slide");
+        assert_eq!(offered, ["parent_id", "presentation_id"]);
+        assert!(offered_identifiers(&listing, "create_presentation").is_empty());
+        assert!(offered_identifiers(&listing, "no_such_tool").is_empty());
+        let earlier = [returned(
+            2,
+            json!({"presentation_id": "presentation_1", "id": 4, "message": "Created"}),
+        )];
+        let (revised, why) = from_results(&Map::new(), &offered, &earlier).unwrap();
+        // Its own name gives it; a bare `id` does not fill `parent_id`.
+        assert_eq!(
+            Value::Object(revised),
+            json!({"presentation_id": "presentation_1"})
+        );
+        assert_eq!((why.from, why.argument.as_str()), (2, "/presentation_id"));
+        // Nothing returned under the name: the call is made as planned.
+        let unnamed = [returned(2, json!({"id": 4}))];
+        assert!(from_results(&Map::new(), &offered, &unnamed).is_none());
+        // A value the plan gave stays the plan's field, revised as before.
+        let planned = json!({"presentation_id": "memo-1"});
+        let (revised, _) = from_results(planned.as_object().unwrap(), &offered, &earlier).unwrap();
+        assert_eq!(revised["presentation_id"], "presentation_1");
+        assert_eq!(revised.len(), 1);
     }
 
     /// A call record of `tool` with `arguments` whose outcome is `error`: `{"isError": text}`,
