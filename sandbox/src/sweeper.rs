@@ -51,6 +51,9 @@ pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirEr
             // vac's output sees it end when vac ends.
             let _ = nix::unistd::setsid();
             crate::sys::silence_stdio();
+            // What it is in `ps`, not vac's command line (and the server's, which may follow
+            // `--`): it may outlive vac by the time a dead run's cgroups take to drain.
+            let _ = crate::sys::set_cmdline("vac sweeper");
             let mut pipe = std::fs::File::from(read);
             let mut byte = [0u8; 1];
             while matches!(pipe.read(&mut byte), Ok(n) if n > 0) {}
