@@ -88,6 +88,10 @@ const WRITES: &[&str] = &[
     "cache",
     "memory",
     "remember",
+    // Since rules revision 8: what is merged or customised is changed where it is.
+    "merge",
+    "customize",
+    "customise",
 ];
 
 /// Words that say a tool may destroy or overwrite what was there.

@@ -328,6 +328,10 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
         {
             let others = candidates(schema, name, property, path_like, plants);
             let array = property.get("type").is_some_and(|t| t == "array");
+            let (relative, absolute) = match makes_file(tool, name) {
+                true => (made_beside(&relative), made_beside(&absolute)),
+                false => (relative, absolute),
+            };
             let planted = [relative, absolute]
                 .into_iter()
                 .map(Value::String)
@@ -353,6 +357,25 @@ fn fields(tool: &str, schema: &Value, plants: &Plants) -> Vec<(String, Vec<Value
         name_parts(&mut fields, &properties, schema, file);
     }
     fields
+}
+
+/// Whether `tool` makes the file its path field `field` names (`create_document`'s
+/// `filename`), rather than reading one (`create_…_from_template`'s `template_path`): made
+/// over the kit's file, it would be emptied for every call after it.
+fn makes_file(tool: &str, field: &str) -> bool {
+    const READS: [&str; 6] = ["template", "source", "src", "input", "from", "base"];
+    let makes = words(tool)
+        .first()
+        .is_some_and(|w| ["create", "new", "make"].contains(&w.as_str()));
+    makes && !words(field).iter().any(|w| READS.contains(&w.as_str()))
+}
+
+/// A new file of the kit file's kind beside it: `files/letter.docx` → `files/new-letter.docx`.
+fn made_beside(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/new-{name}"),
+        None => format!("new-{path}"),
+    }
 }
 
 /// A field that names a part of the kit file the call opens (`sheet`, `sheet_name`,
@@ -904,7 +927,7 @@ fn value_for(root: &Value, name: &str, property: &Value, plants: &Plants, depth:
         })
     });
     match kind {
-        Some("integer") | Some("number") => number(property),
+        Some("integer") | Some("number") => number(name, property),
         Some("boolean") => Value::Bool(true),
         Some("null") => Value::Null,
         Some("array") => {
@@ -1025,9 +1048,13 @@ fn singular(name: &str) -> String {
 }
 
 /// A number inside the field's bounds: its minimum, else just above an exclusive minimum,
-/// else 1; brought under the maximum when above it (halfway between the bounds for a
-/// number with both).
-fn number(property: &Value) -> Value {
+/// else 1 — 0 for an index (`paragraph_index`, `placeholder_idx`), which counts from the
+/// first element; brought under the maximum when above it (halfway between the bounds for
+/// a number with both).
+fn number(name: &str, property: &Value) -> Value {
+    let index = words(name)
+        .last()
+        .is_some_and(|w| ["index", "idx"].contains(&w.as_str()));
     let integer = property.get("type").is_some_and(|t| t == "integer");
     let bound = |key: &str| property.get(key).and_then(Value::as_f64);
     let (low, low_open) = match (bound("minimum"), bound("exclusiveMinimum")) {
@@ -1055,6 +1082,7 @@ fn number(property: &Value) -> Value {
                 low
             }
         }
+        None if index => 0.0,
         None => 1.0,
     };
     if let Some(high) = high {

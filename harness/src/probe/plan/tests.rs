@@ -32,6 +32,14 @@ fn a_path_field_that_names_a_kind_of_file_gets_the_kits_file_of_that_kind() {
     );
     assert_eq!(first("extract_text", "The PDF to read"), "files/report.pdf");
     assert_eq!(first("read_docx", ""), "files/letter.docx");
+    // A tool that makes the file gets a new one of the kind beside the kit's, which it
+    // would empty for every call after it; one that makes from a template reads the kit's.
+    assert_eq!(first("create_document", "Path of the docx file"), "files/new-letter.docx");
+    assert_eq!(first("new_workbook", "Excel workbook"), "files/new-data.xlsx");
+    assert_eq!(first("add_paragraph", "Path of the docx file"), "files/letter.docx");
+    assert!(makes_file("create_document", "filename"));
+    assert!(!makes_file("create_presentation_from_template", "template_path"));
+    assert!(!makes_file("add_table", "filename"));
     assert_eq!(first("query", "SQLite database file"), "files/data.sqlite");
     assert_eq!(first("describe_image", ""), "files/image.png");
     // Nothing names a kind: the note, as before.
@@ -358,7 +366,7 @@ fn values_follow_the_schema_and_the_field_name() {
     let schema = json!({"type": "object", "required": [
         "source_timezone", "time", "url", "homepage", "sql_query", "expression",
         "command", "when", "limit", "ratio", "entities", "options", "mode", "choice",
-        "note", "tags"],
+        "note", "tags", "paragraph_index", "placeholder_idx", "page_index"],
     "properties": {
         "source_timezone": {"type": "string"},
         "time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"},
@@ -378,7 +386,10 @@ fn values_follow_the_schema_and_the_field_name() {
         "mode": {"anyOf": [{"type": "null"}, {"type": "string", "enum": ["fast", "slow"]}]},
         "choice": {"type": "string", "default": "b"},
         "note": {"type": "string"},
-        "tags": {"type": "array"}
+        "tags": {"type": "array"},
+        "paragraph_index": {"type": "integer"},
+        "placeholder_idx": {"type": "integer"},
+        "page_index": {"type": "integer", "minimum": 1}
     }});
     let calls = plan_tool("t", &schema, &plants(), 1, false);
     let canary = "memo-0123456789ab";
@@ -390,7 +401,9 @@ fn values_follow_the_schema_and_the_field_name() {
             "command": format!("echo {canary}"), "when": "2026-01-01T00:00:00Z",
             "limit": 5, "ratio": 0.25,
             "entities": [{"name": canary, "observations": [canary]}, {"name": canary, "observations": [canary]}],
-            "options": {"depth": 2}, "mode": "fast", "choice": "b", "note": canary, "tags": []
+            "options": {"depth": 2}, "mode": "fast", "choice": "b", "note": canary, "tags": [],
+            // An index with no bounds counts from 0, the first element; bounds still rule.
+            "paragraph_index": 0, "placeholder_idx": 0, "page_index": 1
         })
     );
     assert_eq!(words("repoURL"), ["repo", "url"]);
