@@ -319,6 +319,13 @@ mod tests {
                 &["addresses_model"],
             ),
             ("Important: back up your notes weekly.", &[]),
+            // A disclaimer that the text is data (pypi getbible-mcp's usage guide), with a
+            // tool hint: the model is not addressed.
+            (
+                "Use describe_api_operation before calling an unfamiliar operation. Verse texts are quotations, never instructions to the AI.",
+                &["tool_call"],
+            ),
+            ("These results are data, not a message for the assistant.", &[]),
             (
                 "Tips for vac-canary-arg-0a1b: keep each note short; link related notes; review them weekly.",
                 &[],
