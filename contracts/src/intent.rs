@@ -343,12 +343,15 @@ pub(crate) fn never_written(lab: &LabPaths) -> Vec<String> {
 
 /// Where a tool with no word for writing may still write: temporary files and caches.
 fn scratch(lab: &LabPaths) -> Vec<String> {
-    vec![
+    let mut places = vec![
         format!("{}/**", lab.tmp.trim_end_matches('/')),
         "/tmp/**".to_owned(),
         format!("{}/.cache/**", lab.home.trim_end_matches('/')),
         "**/__pycache__/**".to_owned(),
-    ]
+    ];
+    // The lab's temporary directory is often /tmp itself: said once.
+    places.dedup();
+    places
 }
 
 const UNIVERSAL_FS: &str = "never credential, start-up or system places (universal)";
