@@ -33,6 +33,10 @@ pub struct Service {
     pub hosts: Vec<String>,
     /// Directories its installation occupies (sorted, unique).
     pub installations: Vec<String>,
+    /// Files its configuration names (an environment value or a command word that is a
+    /// path with an extension: `MEMORY_FILE_PATH={work}/memory.jsonl`, `--db=~/x.sqlite`),
+    /// as written, placeholders kept (sorted, unique): the store it was told to keep.
+    pub files: Vec<String>,
     /// Domains a vendor its names stand for keeps its APIs under, where the name does not
     /// spell them (`aws` → `amazonaws.com`; [`VENDOR_DOMAINS`]; sorted, unique).
     pub domains: Vec<String>,
@@ -243,11 +247,20 @@ impl Service {
         }
         let mut installations: Vec<String> =
             command.iter().filter_map(|w| installation(w)).collect();
+        let mut files: Vec<String> = command
+            .iter()
+            .skip(1)
+            .chain(env.iter().map(|(_, value)| value))
+            .filter_map(|w| configured_file(w))
+            // The program and its script are the installation, not a file it keeps.
+            .filter(|file| !installations.iter().any(|dir| within(file, dir)))
+            .collect();
         for list in [
             &mut names,
             &mut labels,
             &mut hosts,
             &mut installations,
+            &mut files,
             &mut domains,
             &mut local,
         ] {
@@ -259,6 +272,7 @@ impl Service {
             labels,
             hosts,
             installations,
+            files,
             domains,
             local,
         }
@@ -270,6 +284,7 @@ impl Service {
             && self.labels.is_empty()
             && self.hosts.is_empty()
             && self.installations.is_empty()
+            && self.files.is_empty()
             && self.domains.is_empty()
             && self.local.is_empty()
     }
@@ -299,7 +314,10 @@ impl Service {
     /// (`~/.NAME…`, `~/.config/NAME…`, `~/.local/share/NAME…`, `~/.local/state/NAME…`), each
     /// the directory itself and what it holds, with the XDG parents (`~/.config`,
     /// `~/.local`, `~/.local/share`, `~/.local/state`) that making it may create — those
-    /// as directories' own entries only, never what else they hold.
+    /// as directories' own entries only, never what else they hold; and each file its
+    /// configuration names, with the siblings its writer makes beside it (`x.sqlite-wal`,
+    /// `memory.jsonl.tmp`) — a file, never the directory around it, which may be the user's
+    /// (since rules revision 8).
     pub(crate) fn state(&self, lab: &crate::LabPaths) -> Vec<String> {
         let home = lab.home.trim_end_matches('/');
         let places = [&lab.lab, &lab.home, &lab.work, &lab.tmp];
@@ -325,6 +343,13 @@ impl Service {
         if !self.names.is_empty() {
             for parent in [".config", ".local", ".local/share", ".local/state"] {
                 patterns.push(format!("{home}/{parent}"));
+            }
+        }
+        for file in &self.files {
+            let path = expand(file, lab);
+            if path.starts_with('/') {
+                patterns.push(globset::escape(&path));
+                patterns.push(format!("{}*", globset::escape(&path)));
             }
         }
         patterns
@@ -359,6 +384,12 @@ impl Service {
             parts.push(format!(
                 "it is installed in {}",
                 quoted(&self.installations)
+            ));
+        }
+        if !self.files.is_empty() {
+            parts.push(format!(
+                "its configuration names the file {}",
+                quoted(&self.files)
             ));
         }
         parts.join("; ")
@@ -522,6 +553,43 @@ fn installation(word: &str) -> Option<String> {
     (!SYSTEM_PREFIXES.contains(&dir.as_str())).then_some(dir)
 }
 
+/// A path to a file in a configuration value: absolute, under the home (`~/`) or a lab
+/// placeholder (`{work}/…`), its last part with an extension (`memory.jsonl`, `x.sqlite`);
+/// after `=` in `--db=PATH`. A directory (`{work}/repo`, a vault) is not one: what it holds
+/// may be the user's.
+fn configured_file(word: &str) -> Option<String> {
+    let value = word.split_once('=').map_or(word, |(_, v)| v).trim();
+    let rooted = ["/", "~/", "{work}/", "{home}/", "{tmp}/", "{lab}/"]
+        .iter()
+        .any(|start| value.starts_with(start));
+    let last = value.rsplit('/').next()?;
+    let (stem, extension) = last.rsplit_once('.')?;
+    let extension_like = (1..=8).contains(&extension.len())
+        && extension.chars().all(|c| c.is_ascii_alphanumeric())
+        && extension.chars().any(|c| c.is_ascii_alphabetic());
+    (rooted && !stem.is_empty() && extension_like && !value.contains(char::is_whitespace))
+        .then(|| value.to_owned())
+}
+
+/// `file` with the lab's placeholders and `~/` replaced by the lab's paths.
+fn expand(file: &str, lab: &crate::LabPaths) -> String {
+    let home = lab.home.trim_end_matches('/');
+    let file = match file.strip_prefix("~/") {
+        Some(rest) => format!("{home}/{rest}"),
+        None => file.to_owned(),
+    };
+    [
+        ("{work}", &lab.work),
+        ("{home}", &lab.home),
+        ("{tmp}", &lab.tmp),
+        ("{lab}", &lab.lab),
+    ]
+    .iter()
+    .fold(file, |file, (token, path)| {
+        file.replace(token, path.trim_end_matches('/'))
+    })
+}
+
 /// Whether `path` is `dir` or lies under it.
 fn within(path: &str, dir: &str) -> bool {
     path == dir
@@ -622,6 +690,38 @@ mod tests {
         assert_eq!(s.installations, ["/srv/app"]);
         let s = Service::of(None, &words("/usr/local/bin/thing"), &[]);
         assert!(s.installations.is_empty());
+    }
+
+    #[test]
+    fn a_file_its_configuration_names_is_its_own_a_directory_is_not() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let s = Service::of(
+            None,
+            &words("/usr/bin/node /opt/s/npm/m/node_modules/@x/server-memory/dist/index.js --db=~/graph.sqlite {work}/repo"),
+            &env(&[
+                ("MEMORY_FILE_PATH", "{work}/memory.jsonl"),
+                ("VAULT", "{work}/vault"),
+                ("LEVEL", "info"),
+                ("VERSION", "1.2"),
+                ("URL", "https://api.example.com/v1/x.json"),
+            ]),
+        );
+        // Not the script (the installation), a directory, a number or a URL.
+        assert_eq!(s.files, ["{work}/memory.jsonl", "~/graph.sqlite"]);
+        let lab = crate::LabPaths::at("/lab");
+        let state = s.state(&lab);
+        for expected in [
+            "/lab/work/memory.jsonl",
+            "/lab/work/memory.jsonl*",
+            "/lab/home/graph.sqlite",
+            "/lab/home/graph.sqlite*",
+        ] {
+            assert!(state.iter().any(|p| p == expected), "{expected}: {state:?}");
+        }
+        assert!(!state.iter().any(|p| p.contains("vault") || p.contains("repo")));
+        assert!(s.says().contains("its configuration names the file"));
     }
 
     #[test]
