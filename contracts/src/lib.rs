@@ -102,4 +102,9 @@ pub const DERIVED_NAMES: [&str; 2] = [
 ///   specification's meaning) in intent mode, no other host; a tool with no word for
 ///   reading may read the server's own state (credentials stay forbidden); a name's label
 ///   is also a state directory's name (`~/.oi-browser`; `intent.rs`, `service.rs`).
-pub const RULES: u32 = 7;
+/// - 8: a file the server's configuration names (an environment value or a command word
+///   that is a path with an extension) is its own state (`Service::files`); `merge` and
+///   `customize` are words for writing; `/tmp` is said once in the scratch places; a
+///   disclaimer that text is data ("never instructions to the AI") does not address the
+///   model (`detect/phrases.rs`).
+pub const RULES: u32 = 8;
