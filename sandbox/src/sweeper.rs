@@ -11,6 +11,7 @@
 //! empty before it removes them. After a clean exit there is nothing to sweep.
 
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,8 @@ use crate::rundir::{RunDirError, sweep_stale};
 
 /// How long the sweeper waits for a dead vac's run processes to leave their cgroups.
 const DRAIN: Duration = Duration::from_secs(30);
+/// How long it waits for vac to finish exiting once the pipe has ended.
+const DRAIN_MS: u16 = 30_000;
 
 /// Starts the sweeper for runs under `run_root` with cgroups under `cgroup_root` (the
 /// sandbox's defaults: [`crate::DEFAULT_RUN_ROOT`], [`crate::DEFAULT_CGROUP_ROOT`]). Call it first, while the process has
@@ -34,6 +37,7 @@ pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirEr
             path: run_root.to_path_buf(),
             source,
         })?;
+    let vac = nix::unistd::getpid();
     match crate::sys::fork_alone().map_err(|source| RunDirError::Mount {
         what: "fork the sweeper",
         path: run_root.to_path_buf(),
@@ -47,6 +51,10 @@ pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirEr
         }
         ForkResult::Child => {
             drop(write);
+            // vac: the pipe's end comes while it is still exiting (its files close before
+            // it is a zombie), when its stamp still reads as alive. Its pidfd turns
+            // readable once it has exited.
+            let owner = crate::sys::pidfd_open(vac).ok();
             // Out of vac's session and off its standard streams, so that whoever reads
             // vac's output sees it end when vac ends.
             let _ = nix::unistd::setsid();
@@ -57,6 +65,13 @@ pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirEr
             let mut pipe = std::fs::File::from(read);
             let mut byte = [0u8; 1];
             while matches!(pipe.read(&mut byte), Ok(n) if n > 0) {}
+            if let Some(owner) = &owner {
+                let mut fds = [nix::poll::PollFd::new(
+                    owner.as_fd(),
+                    nix::poll::PollFlags::POLLIN,
+                )];
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(DRAIN_MS));
+            }
             sweep(run_root, cgroup_root);
             crate::sys::exit_now(0)
         }
