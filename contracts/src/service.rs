@@ -695,11 +695,16 @@ mod tests {
     #[test]
     fn a_file_its_configuration_names_is_its_own_a_directory_is_not() {
         let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
         };
         let s = Service::of(
             None,
-            &words("/usr/bin/node /opt/s/npm/m/node_modules/@x/server-memory/dist/index.js --db=~/graph.sqlite {work}/repo"),
+            &words(
+                "/usr/bin/node /opt/s/npm/m/node_modules/@x/server-memory/dist/index.js --db=~/graph.sqlite {work}/repo",
+            ),
             &env(&[
                 ("MEMORY_FILE_PATH", "{work}/memory.jsonl"),
                 ("VAULT", "{work}/vault"),
@@ -720,7 +725,11 @@ mod tests {
         ] {
             assert!(state.iter().any(|p| p == expected), "{expected}: {state:?}");
         }
-        assert!(!state.iter().any(|p| p.contains("vault") || p.contains("repo")));
+        assert!(
+            !state
+                .iter()
+                .any(|p| p.contains("vault") || p.contains("repo"))
+        );
         assert!(s.says().contains("its configuration names the file"));
     }
 

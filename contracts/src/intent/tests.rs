@@ -395,3 +395,51 @@ fn the_basis_names_the_word_or_its_absence() {
         basis(Clause::Exec)
     );
 }
+
+/// What the rules make of the data-driven cases: every intent case's derived contract and
+/// every instruction case's findings, hashed. `tests/data/rules.json` records it with the
+/// revision ([`crate::RULES`]) it was made under, so that a change of the rules that leaves
+/// the revision where it was fails here: receipts of the old rules would then derive
+/// another contract under the same number, which `vac report` refuses.
+#[test]
+fn the_rules_revision_moves_with_the_rules() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    let read = |path: &str| std::fs::read_to_string(format!("{data}/{path}")).unwrap();
+    let cases: Vec<WordsCase> = serde_json::from_str(&read("intent/words.json")).unwrap();
+    let mut hasher = blake3::Hasher::new();
+    for case in &cases {
+        let service = case.server.as_ref().map_or_else(Service::default, |s| {
+            let command: Vec<String> = s.command.split_whitespace().map(str::to_owned).collect();
+            Service::of(s.name.as_deref(), &command, &s.env)
+        });
+        let contract = derive_intent(
+            &[tool(case.tool.clone())],
+            Offers::default(),
+            &service,
+            &LabPaths::at("/lab"),
+        );
+        hasher.update(&serde_json::to_vec(&contract).unwrap());
+    }
+    let texts: Vec<serde_json::Value> =
+        serde_json::from_str(&read("instructions/languages.json")).unwrap();
+    for case in &texts {
+        let result = json!({"content": [{"type": "text", "text": case["text"]}]});
+        let found = crate::detect::instructions_in_result(&result);
+        hasher.update(format!("{found:?}").as_bytes());
+    }
+    let now = hasher.finalize().to_hex().to_string();
+    let recorded: serde_json::Value = serde_json::from_str(&read("rules.json")).unwrap();
+    let (rules, fingerprint) = (recorded["rules"].as_u64(), recorded["fingerprint"].as_str());
+    assert!(
+        fingerprint == Some(now.as_str()) || rules != Some(u64::from(crate::RULES)),
+        "the rules changed under revision {}: bump vac_contracts::RULES (and say what changed \
+         in its doc), then record {{\"rules\": <new>, \"fingerprint\": \"{now}\"}} in \
+         tests/data/rules.json",
+        crate::RULES
+    );
+    assert_eq!(
+        (rules, fingerprint),
+        (Some(u64::from(crate::RULES)), Some(now.as_str())),
+        "record the revision and the fingerprint in tests/data/rules.json"
+    );
+}

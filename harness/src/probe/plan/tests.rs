@@ -34,11 +34,23 @@ fn a_path_field_that_names_a_kind_of_file_gets_the_kits_file_of_that_kind() {
     assert_eq!(first("read_docx", ""), "files/letter.docx");
     // A tool that makes the file gets a new one of the kind beside the kit's, which it
     // would empty for every call after it; one that makes from a template reads the kit's.
-    assert_eq!(first("create_document", "Path of the docx file"), "files/new-letter.docx");
-    assert_eq!(first("new_workbook", "Excel workbook"), "files/new-data.xlsx");
-    assert_eq!(first("add_paragraph", "Path of the docx file"), "files/letter.docx");
+    assert_eq!(
+        first("create_document", "Path of the docx file"),
+        "files/new-letter.docx"
+    );
+    assert_eq!(
+        first("new_workbook", "Excel workbook"),
+        "files/new-data.xlsx"
+    );
+    assert_eq!(
+        first("add_paragraph", "Path of the docx file"),
+        "files/letter.docx"
+    );
     assert!(makes_file("create_document", "filename"));
-    assert!(!makes_file("create_presentation_from_template", "template_path"));
+    assert!(!makes_file(
+        "create_presentation_from_template",
+        "template_path"
+    ));
     assert!(!makes_file("add_table", "filename"));
     assert_eq!(first("query", "SQLite database file"), "files/data.sqlite");
     assert_eq!(first("describe_image", ""), "files/image.png");
