@@ -346,7 +346,10 @@ impl Service {
             }
         }
         for file in &self.files {
-            let path = expand(file, lab);
+            let path = match file.strip_prefix("~/") {
+                Some(rest) => format!("{home}/{rest}"),
+                None => lab.expand(file),
+            };
             if path.starts_with('/') {
                 patterns.push(globset::escape(&path));
                 patterns.push(format!("{}*", globset::escape(&path)));
@@ -569,25 +572,6 @@ fn configured_file(word: &str) -> Option<String> {
         && extension.chars().any(|c| c.is_ascii_alphabetic());
     (rooted && !stem.is_empty() && extension_like && !value.contains(char::is_whitespace))
         .then(|| value.to_owned())
-}
-
-/// `file` with the lab's placeholders and `~/` replaced by the lab's paths.
-fn expand(file: &str, lab: &crate::LabPaths) -> String {
-    let home = lab.home.trim_end_matches('/');
-    let file = match file.strip_prefix("~/") {
-        Some(rest) => format!("{home}/{rest}"),
-        None => file.to_owned(),
-    };
-    [
-        ("{work}", &lab.work),
-        ("{home}", &lab.home),
-        ("{tmp}", &lab.tmp),
-        ("{lab}", &lab.lab),
-    ]
-    .iter()
-    .fold(file, |file, (token, path)| {
-        file.replace(token, path.trim_end_matches('/'))
-    })
 }
 
 /// Whether `path` is `dir` or lies under it.

@@ -22,8 +22,6 @@ use crate::rundir::{RunDirError, sweep_stale};
 
 /// How long the sweeper waits for a dead vac's run processes to leave their cgroups.
 const DRAIN: Duration = Duration::from_secs(30);
-/// How long it waits for vac to finish exiting once the pipe has ended.
-const DRAIN_MS: u16 = 30_000;
 
 /// Starts the sweeper for runs under `run_root` with cgroups under `cgroup_root` (the
 /// sandbox's defaults: [`crate::DEFAULT_RUN_ROOT`], [`crate::DEFAULT_CGROUP_ROOT`]). Call it first, while the process has
@@ -70,7 +68,9 @@ pub fn start_sweeper(run_root: &Path, cgroup_root: &Path) -> Result<(), RunDirEr
                     owner.as_fd(),
                     nix::poll::PollFlags::POLLIN,
                 )];
-                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(DRAIN_MS));
+                let wait =
+                    nix::poll::PollTimeout::try_from(DRAIN).unwrap_or(nix::poll::PollTimeout::MAX);
+                let _ = nix::poll::poll(&mut fds, wait);
             }
             sweep(run_root, cgroup_root);
             crate::sys::exit_now(0)

@@ -476,18 +476,14 @@ fn secret_access(text: &str) -> Option<String> {
 /// The first match of `steps`; with `negatable`, none right after a negation.
 fn find(words: &[&str], steps: &[Step], negatable: bool) -> Option<String> {
     const NEGATIONS: [&str; 5] = ["not", "never", "no", "nor", "neither"];
-    let is = |at: usize, set: &[&str]| set.contains(&words[at].to_lowercase().as_str());
-    // Right after the negation, or after it and an article ("not a message for …").
+    // Words are lowercased already (`instructions::normalise`).
+    let before = |start: usize, n: usize| start.checked_sub(n).map(|at| words[at]);
+    let is = |word: Option<&str>, set: &[&str]| word.is_some_and(|w| set.contains(&w));
+    // Right after a negation, or after one and an article ("not a message for …").
     let negated = |start: usize| {
         negatable
-            && match start {
-                0 => false,
-                1 => is(0, &NEGATIONS),
-                _ => {
-                    is(start - 1, &NEGATIONS)
-                        || (is(start - 1, &["a", "an", "the"]) && is(start - 2, &NEGATIONS))
-                }
-            }
+            && (is(before(start, 1), &NEGATIONS)
+                || (is(before(start, 1), &["a", "an", "the"]) && is(before(start, 2), &NEGATIONS)))
     };
     (0..words.len())
         .filter(|&start| !negated(start))

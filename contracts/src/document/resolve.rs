@@ -38,6 +38,17 @@ impl LabPaths {
         }
     }
 
+    /// `text` with each placeholder of the lab (`{work}`, `{home}`, `{tmp}`, `{lab}`)
+    /// replaced by its path; other braces are left as they are.
+    pub(crate) fn expand(&self, text: &str) -> String {
+        ["lab", "home", "tmp", "work"]
+            .iter()
+            .fold(text.to_owned(), |text, name| match self.value(name) {
+                Some(path) => text.replace(&format!("{{{name}}}"), path.trim_end_matches('/')),
+                None => text,
+            })
+    }
+
     fn value(&self, placeholder: &str) -> Option<&str> {
         match placeholder {
             "lab" => Some(&self.lab),

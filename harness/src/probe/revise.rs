@@ -188,8 +188,7 @@ pub(crate) fn from_results(
     let planned = leaves(&revised)
         .into_iter()
         .map(|l| (l.pointer, l.field, false));
-    let fields: Vec<_> = planned.chain(absent).collect();
-    for (pointer, field, optional) in fields {
+    for (pointer, field, optional) in planned.chain(absent) {
         if !is_identifier(&field) {
             continue;
         }
